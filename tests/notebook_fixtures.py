@@ -1,0 +1,37 @@
+"""Small numbered notebooks for pipeline tests, written the way the real ones are: a parameters
+cell, `start(globals())`, thin library calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+
+def write_notebook(path: Path, param_lines: list[str], body: list[str]) -> Path:
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell("\n".join(['profile = "smoke"', 'run = ""', *param_lines]))
+    params.metadata["tags"] = ["parameters"]
+    setup = nbformat.v4.new_code_cell("from tritonrl_lib.notebook import start\ncfg, paths = start(globals())")
+    nb.cells = [params, setup, *[nbformat.v4.new_code_cell(src) for src in body]]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path
+
+
+def two_stage_pipeline(directory: Path, fail_second: bool = False) -> list[Path]:
+    """01 writes a file in the run's data dir; 02 reads it (and optionally fails)."""
+    first = write_notebook(directory / "01_write.ipynb", ["n_samples = None", "outputs_dir = None"], [
+        "import json, time\n"
+        "marker = paths.data_dir / 'stage1.json'\n"
+        "count = json.loads(marker.read_text())['count'] + 1 if marker.exists() else 1\n"
+        "marker.write_text(json.dumps({'n_samples': cfg.rl.n_samples, 'count': count}))",
+    ])
+    body = ["import json\n"
+            "stage1 = json.loads((paths.data_dir / 'stage1.json').read_text())\n"
+            "(paths.data_dir / 'stage2.json').write_text(json.dumps({'saw': stage1['n_samples']}))"]
+    if fail_second:
+        body.append("raise ValueError('stage two broke on purpose')")
+    second = write_notebook(directory / "02_read.ipynb", ["outputs_dir = None"], body)
+    return [first, second]

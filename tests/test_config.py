@@ -1,0 +1,154 @@
+"""RunConfig: profiles, overrides, errors that name the fix, RunPaths."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tritonrl_lib.config import (SECTIONS, ConfigError, _leaf_paths, available_profiles, load_config,
+                                 parse_cli_overrides)
+
+
+def test_profiles_exist_and_load():
+    assert {"cpu", "gpu", "qwen7b", "smoke"} <= set(available_profiles())
+    for name in ("cpu", "gpu", "qwen7b", "smoke"):
+        cfg = load_config(name)
+        assert cfg.profile == name
+        assert cfg.run_name == name
+
+
+def test_qwen7b_is_the_source_setup():
+    cfg = load_config("qwen7b")
+    m = cfg.model
+    assert m.model == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    assert m.load_in_8bit and not m.load_in_4bit
+    assert (m.lora_r, m.lora_alpha, m.lora_dropout) == (16, 32, 0.05)
+    assert m.lora_target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    assert cfg.sft.per_device_batch_size == 2
+    assert cfg.sft.max_samples == 1000
+
+
+def test_smoke_uses_tiny_model_and_cpu_embedded():
+    assert load_config("smoke").model.model == "tiny"
+    assert load_config("cpu").model.model == "embedded"
+    assert load_config("gpu").model.model == "embedded"
+
+
+def test_auto_profile_follows_gpu(monkeypatch):
+    import tritonrl_lib.config as config
+
+    monkeypatch.setattr(config, "gpu_available", lambda: False)
+    assert load_config("auto").profile == "cpu"
+    monkeypatch.setattr(config, "gpu_available", lambda: True)
+    assert load_config(None).profile == "gpu"
+
+
+def test_leaf_names_unique_so_bare_keys_work():
+    names = list(_leaf_paths())
+    assert len(names) == len(set(names))
+    # `model` is both a section and its main leaf (model.model): `-p model=tiny` and `model: tiny` work
+    assert [s for s in SECTIONS if s in names] == ["model"]
+    assert load_config("cpu", overrides={"model": "tiny"}).model.model == "tiny"
+
+
+def test_overrides_bare_dotted_and_cli_in_order():
+    cfg = load_config("smoke", overrides={"n_samples": 6, "sft.learning_rate": 1e-3},
+                      cli=["rl.n_samples=8", "lora_target_modules=q_proj,k_proj", "packing=false"])
+    assert cfg.rl.n_samples == 8  # cli applies after the dict
+    assert cfg.sft.learning_rate == 1e-3
+    assert cfg.model.lora_target_modules == ["q_proj", "k_proj"]
+    assert cfg.sft.packing is False
+
+
+def test_cli_values_are_typed():
+    assert parse_cli_overrides(["a=10", "b=0.5", "c=true", "d=hello", "e=[1, 2]"]) == {
+        "a": 10, "b": 0.5, "c": True, "d": "hello", "e": [1, 2]}
+    with pytest.raises(ConfigError, match="not key=value"):
+        parse_cli_overrides(["n_samples"])
+
+
+@pytest.mark.parametrize("key,hint", [("n_sample", "n_samples"), ("rl.n_sampels", "n_samples"),
+                                      ("learning_rat", "learning_rate"), ("lora_rank", "lora_r")])
+def test_unknown_key_names_closest(key, hint):
+    with pytest.raises(ConfigError) as e:
+        load_config("smoke", overrides={key: 1})
+    assert repr(key) in str(e.value) and repr(hint) in str(e.value)
+
+
+@pytest.mark.parametrize("key,value,expected", [("n_samples", "ten", "int"), ("n_samples", 2.5, "int"),
+                                                ("learning_rate", "fast", "float"), ("packing", "maybe", "bool"),
+                                                ("n_samples", True, "int"), ("model", 3.5j, "str"),
+                                                ("lora_target_modules", 5, "list of str")])
+def test_wrong_type_names_expected(key, value, expected):
+    with pytest.raises(ConfigError, match=f"expects {expected}"):
+        load_config("smoke", overrides={key: value})
+
+
+def test_choices_and_ranges_are_checked():
+    with pytest.raises(ConfigError, match="did you mean 'grpo'"):
+        load_config("smoke", overrides={"method": "grp"})
+    with pytest.raises(ConfigError, match="top_k=5 exceeds n_samples=2"):
+        load_config("smoke", overrides={"top_k": 5})
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        load_config("smoke", overrides={"curriculum_start_p": 1.5})
+    with pytest.raises(ConfigError, match="choose one"):
+        load_config("smoke", overrides={"load_in_8bit": True, "load_in_4bit": True})
+
+
+def test_unknown_profile_suggests(tmp_path):
+    with pytest.raises(ConfigError, match="did you mean 'smoke'"):
+        load_config("smok")
+
+
+def test_yaml_profile_file_errors_name_the_file(tmp_path):
+    bad = tmp_path / "mine.yaml"
+    bad.write_text("rl:\n  n_sample: 3\n")
+    with pytest.raises(ConfigError, match=r"mine\.yaml: unknown setting 'rl\.n_sample'"):
+        load_config(str(bad))
+    bad.write_text("rl: 3\n")
+    with pytest.raises(ConfigError, match="must be a mapping"):
+        load_config(str(bad))
+    good = tmp_path / "mine2.yaml"
+    good.write_text(yaml.safe_dump({"model": {"model": "tiny"}, "n_samples": 4}))
+    cfg = load_config(str(good))
+    assert (cfg.profile, cfg.model.model, cfg.rl.n_samples) == ("mine2", "tiny", 4)
+
+
+def test_runpaths_derive_everything_from_run_root(tmp_path):
+    cfg = load_config("smoke", overrides={"outputs_dir": str(tmp_path), "run": "r1"})
+    p = cfg.paths
+    assert p.root == tmp_path / "r1"
+    every = [p.sft_train, p.difficulty_labels, p.split, p.sft_checkpoint, p.rl_checkpoint, p.rl_best,
+             p.eval_file("sft"), p.chart("funnel"), p.report_html, p.sft_log, p.rl_log, p.curriculum_log,
+             p.timings, p.config_snapshot, p.notebooks_dir]
+    assert all(tmp_path / "r1" in q.parents for q in every)
+    assert p.checkpoint("rl") == p.rl_checkpoint == tmp_path / "r1" / "checkpoints" / "rl"
+    assert p.checkpoint("sft") == tmp_path / "r1" / "checkpoints" / "sft"
+    with pytest.raises(ConfigError):
+        p.checkpoint("rl_final")
+    p.ensure()
+    assert p.data_dir.is_dir() and p.charts_dir.is_dir()
+
+
+def test_relative_outputs_dir_is_under_project_root():
+    cfg = load_config("smoke")
+    assert cfg.paths.root == Path(__file__).resolve().parent.parent / "outputs" / "smoke"
+
+
+def test_run_name_must_be_plain():
+    with pytest.raises(ConfigError, match="plain folder name"):
+        load_config("smoke", overrides={"run": "../escape"})
+
+
+def test_config_roundtrips_through_yaml(tmp_path):
+    cfg = load_config("qwen7b", overrides={"n_samples": 12})
+    cfg.save(tmp_path / "c.yaml")
+    data = yaml.safe_load((tmp_path / "c.yaml").read_text())
+    assert data["rl"]["n_samples"] == 12
+    assert data["model"] == dataclasses.asdict(load_config("qwen7b").model)
+    # the flat view is what papermill and -p use; every value round-trips as an override
+    again = load_config("qwen7b", overrides=cfg.flat())
+    assert again.to_dict() == cfg.to_dict()

@@ -1,0 +1,127 @@
+"""The notebook runner: order, parameters, resuming, failures, parameter validation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from notebook_fixtures import two_stage_pipeline, write_notebook
+from tritonrl_lib.config import ConfigError
+from tritonrl_lib.pipeline import NotebookFailed, discover_notebooks, run_pipeline
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def _run(nb_dir, out, **kw):
+    return run_pipeline("smoke", run="t", overrides={"outputs_dir": str(out), **kw.pop("overrides", {})},
+                        directory=nb_dir, log=lambda s: None, **kw)
+
+
+def test_discovers_numbered_notebooks_in_order(tmp_path):
+    for name in ("02_b.ipynb", "01_a.ipynb", "10_late.ipynb", "notes.ipynb", "1_short.ipynb"):
+        (tmp_path / name).write_text("{}")
+    assert [p.name for p in discover_notebooks(tmp_path)] == ["01_a.ipynb", "02_b.ipynb", "10_late.ipynb"]
+
+
+def test_runs_in_order_passes_params_and_resumes(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    two_stage_pipeline(nbs)
+    res = _run(nbs, run_dir, overrides={"n_samples": 7})
+    assert [s.status for s in res.stages] == ["ran", "ran"]
+    data = res.config.paths.data_dir
+    assert json.loads((data / "stage2.json").read_text()) == {"saw": 7}
+    assert (res.config.paths.notebooks_dir / "02_read.ipynb").is_file()
+    timings = json.loads(res.config.paths.timings.read_text())
+    assert set(timings) == {"01_write", "02_read"} and timings["01_write"]["wall_s"] > 0
+
+    # same command again: both complete, nothing re-runs
+    res = _run(nbs, run_dir, overrides={"n_samples": 7})
+    assert [s.status for s in res.stages] == ["skipped", "skipped"]
+    assert json.loads((data / "stage1.json").read_text())["count"] == 1
+
+    # a changed parameter re-runs (its outputs would differ); --force re-runs regardless
+    res = _run(nbs, run_dir, overrides={"n_samples": 8})
+    assert [s.status for s in res.stages] == ["ran", "ran"]
+    assert json.loads((data / "stage2.json").read_text()) == {"saw": 8}
+    res = _run(nbs, run_dir, overrides={"n_samples": 8}, force=True)
+    assert json.loads((data / "stage1.json").read_text())["count"] == 3
+
+
+def test_rerunning_one_stage_reruns_what_follows(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    two_stage_pipeline(nbs)
+    _run(nbs, run_dir)
+    res = _run(nbs, run_dir, only=["01"], force=True)
+    assert [s.status for s in res.stages] == ["ran", "skipped"]  # 02 not selected
+    res = _run(nbs, run_dir)
+    # 01 is newer than 02's finished run, so 02 re-runs on what 01 now wrote; then both are complete
+    assert [s.status for s in res.stages] == ["skipped", "ran"]
+    assert [s.status for s in _run(nbs, run_dir).stages] == ["skipped", "skipped"]
+    # editing 01 invalidates it, and therefore 02 after it
+    write_notebook(nbs / "01_write.ipynb", ["n_samples = None", "outputs_dir = None"],
+                   ["(paths.data_dir / 'stage1.json').write_text('{\"n_samples\": 1, \"count\": 0}')"])
+    res = _run(nbs, run_dir)
+    assert [s.status for s in res.stages] == ["ran", "ran"]
+
+
+def test_failing_notebook_stops_shows_error_keeps_copy(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    two_stage_pipeline(nbs, fail_second=True)
+    write_notebook(nbs / "03_never.ipynb", ["outputs_dir = None"], ["(paths.data_dir / 'never').write_text('x')"])
+    with pytest.raises(NotebookFailed) as e:
+        _run(nbs, run_dir)
+    assert e.value.ename == "ValueError" and "stage two broke on purpose" in e.value.evalue
+    assert e.value.executed.is_file()
+    executed = json.loads(e.value.executed.read_text())
+    assert any("stage two broke" in json.dumps(c.get("outputs", [])) for c in executed["cells"])
+    root = run_dir / "t"
+    assert not (root / "data" / "never").exists()  # the run stopped at the failure
+    assert not (root / "notebooks" / ".02_read.done.json").exists()
+    # 01 finished and is not redone on the next attempt
+    assert (root / "notebooks" / ".01_write.done.json").exists()
+
+
+def test_unknown_parameter_fails_before_anything_runs(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    two_stage_pipeline(nbs)
+    with pytest.raises(ConfigError, match="did you mean 'n_samples'"):
+        _run(nbs, run_dir, overrides={"n_sample": 3})
+    assert not (run_dir / "t" / "notebooks" / "01_write.ipynb").exists()
+
+
+def test_papermill_direct_with_mistyped_parameter_names_it(tmp_path, run_dir):
+    """`papermill nb out -p n_sampels 10` must not be silently ignored."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    nb = write_notebook(tmp_path / "01_x.ipynb", ["n_samples = None", "outputs_dir = None"], ["print(cfg.rl.n_samples)"])
+    with pytest.raises(PapermillExecutionError) as e:
+        papermill.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), kernel_name="python3", progress_bar=False,
+                                   parameters={"n_sampels": 10, "outputs_dir": str(run_dir)})
+    assert "n_sampels" in e.value.evalue and "n_samples" in e.value.evalue
+    papermill.execute_notebook(str(nb), str(tmp_path / "out2.ipynb"), kernel_name="python3", progress_bar=False,
+                               parameters={"n_samples": 10, "outputs_dir": str(run_dir)})
+    out = json.loads((tmp_path / "out2.ipynb").read_text())
+    assert "10" in json.dumps(out["cells"][-1]["outputs"])
+
+
+def test_cli_run_reports_failure_and_exit_code(tmp_path, run_dir, monkeypatch):
+    nbs = tmp_path / "nbs"
+    two_stage_pipeline(nbs, fail_second=True)
+    import tritonrl_lib.pipeline as pipeline
+    from tritonrl_lib.cli import main
+
+    monkeypatch.setattr(pipeline, "notebooks_dir", lambda: nbs)
+    rc = main(["run", "--params", "smoke", "--run", "t", "-p", f"outputs_dir={run_dir}"])
+    assert rc == 1
+    rc = main(["run", "--params", "smoke", "-p", "n_sampels=3"])
+    assert rc == 2
+
+
+def test_cli_entry_point_installed():
+    out = subprocess.run([sys.executable, "-m", "tritonrl_lib.cli", "config", "--params", "smoke", "--list"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "n_samples" in out and "rl.n_samples" in out

@@ -1,0 +1,107 @@
+"""The `tritonrl` command line: run the pipeline, inspect settings, verify, evaluate."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from typing import Callable
+
+from .config import ConfigError, RunConfig, _leaf_paths, load_config, parse_cli_overrides
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="auto", metavar="PROFILE",
+                   help="a profile in params/ (cpu, gpu, qwen7b, smoke) or a YAML file; auto = gpu with a GPU, else cpu")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting, e.g. -p n_samples=10 (repeatable)")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .pipeline import NotebookFailed, run_pipeline
+
+    overrides = parse_cli_overrides(args.param)
+    only = [s for s in (args.only or "").split(",") if s]
+    try:
+        result = run_pipeline(args.params, run=args.run, overrides=overrides, force=args.force, only=only)
+    except NotebookFailed as e:
+        print(f"\n{e.notebook.name} failed: {e.ename}: {ANSI.sub('', e.evalue)}", file=sys.stderr)
+        print(ANSI.sub("", e.traceback)[-4000:], file=sys.stderr)
+        print(f"\nThe executed notebook is kept at {e.executed}; fix the cause and run the same command "
+              "again: finished notebooks are skipped.", file=sys.stderr)
+        return 1
+    ran = sum(s.status == "ran" for s in result.stages)
+    print(f"finished: {ran} notebook(s) ran, {len(result.stages) - ran} skipped; outputs in {result.config.paths.root}")
+    report = result.config.paths.report_html
+    if report.is_file():
+        print(f"report: {report}")
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    cfg = load_config(args.params, cli=args.param)
+    if args.list:
+        for name, path in _leaf_paths().items():
+            value = cfg.flat()[name]
+            print(f"{name:24s} {'.'.join(path):32s} {value!r}")
+        return 0
+    print(f"# profile {cfg.profile}, run folder {cfg.paths.root}")
+    import yaml
+
+    print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tritonrl", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="run the numbered notebooks in order into outputs/<run>/")
+    _add_config_args(p)
+    p.add_argument("--run", default=None, help="run folder name under outputs/ (default: the profile's name)")
+    p.add_argument("--force", action="store_true", help="re-run notebooks that already finished")
+    p.add_argument("--only", default="", help="comma-separated notebooks to run, e.g. 02_sft,03_rl")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("config", help="show the resolved settings of a profile")
+    _add_config_args(p)
+    p.add_argument("--list", action="store_true", help="one line per setting: name, dotted path, value")
+    p.set_defaults(func=cmd_config)
+
+    for register in _plugin_registrars():
+        register(sub)
+    return parser
+
+
+def _plugin_registrars() -> list[Callable]:
+    """Subcommands that live beside the code they drive (verify, eval, ...)."""
+    out = []
+    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval_command"):
+        try:
+            mod = __import__(module, fromlist=["add_parser"])
+        except ModuleNotFoundError as e:
+            if e.name and module.startswith(e.name):
+                continue  # that part of the project is not installed in this checkout
+            raise
+        out.append(mod.add_parser)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .models import ModelLoadError
+
+    try:
+        return args.func(args)
+    except (ConfigError, ModelLoadError) as e:
+        print(f"tritonrl: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into `head` and closed early
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

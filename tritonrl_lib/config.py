@@ -1,0 +1,510 @@
+"""One typed configuration for a run, and the one place that names a run's paths.
+
+A `RunConfig` is built from `params/<profile>.yaml` plus overrides. Overrides come from a dict,
+papermill parameters or `-p key=value` on the command line; a key is either dotted
+(`rl.n_samples`) or bare (`n_samples`): every leaf name is unique across sections, so the bare
+form is unambiguous. Unknown keys and wrong types are errors that name the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A profile or override that does not fit RunConfig; the message says how to fix it."""
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass
+class ModelConfig:
+    model: str = "embedded"  # embedded | tiny | any HF model id | local path
+    dtype: str = "auto"  # auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16 | float16
+    load_in_8bit: bool = False
+    load_in_4bit: bool = False
+    gradient_checkpointing: bool = False
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.05
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+    attn_implementation: str = "auto"  # auto | sdpa | eager | flash_attention_2
+
+
+@dataclass
+class DataConfig:
+    task_source: str = "builtin"  # builtin | KernelBench checkout dir | parquet/jsonl file | hub name
+    task_size: str = "small"  # small (interpreter-friendly) | full (GPU sizes)
+    kernelbook_source: str = ""  # "" (none) | hub name (GPUMODE/KernelBook) | local jsonl/parquet
+    n_sft_examples: int = 1000
+    heldout_fraction: float = 0.25  # fraction of op families held out of training
+
+
+@dataclass
+class SFTConfig:
+    epochs: float = 1.0
+    learning_rate: float = 2e-4
+    per_device_batch_size: int = 8
+    grad_accum_steps: int = 1
+    max_samples: int = 1000
+    max_seq_len: int = 1024
+    packing: bool = True
+    save_steps: int = 50
+    save_total_limit: int = 2
+    logging_steps: int = 5
+    warmup_ratio: float = 0.03
+
+
+@dataclass
+class RLConfig:
+    method: str = "best_of_n"  # best_of_n | grpo
+    n_samples: int = 10
+    top_k: int = 3
+    rounds: int = 3
+    tasks_per_round: int = 16
+    rl_tasks: str = "train"  # train | all | level1 | level2 | comma-separated task ids
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_new_tokens: int = 768
+    rollout_batch_size: int = 32
+    rl_learning_rate: float = 5e-5
+    rl_epochs: float = 1.0
+    grpo_steps: int = 20
+    grpo_beta: float = 0.0
+    curriculum_start_p: float = 0.1
+    curriculum_end_p: float = 0.5
+    curriculum_trigger: float = 0.4
+    curriculum_ramp_steps: int = 10
+
+
+@dataclass
+class VerifyConfig:
+    policy: str = "auto"  # auto (strict for Level 1, fusion for Level 2+) | strict | fusion
+    atol: float = 1e-2  # fp32 tolerances, as KernelBench's published runs used
+    rtol: float = 1e-2
+    half_atol: float = 5e-2  # fp16 / bf16 tolerances
+    half_rtol: float = 5e-2
+    num_variations: int = 5
+    timeout_s: float = 120.0
+    workers: int = 0  # 0 = one per visible GPU, or min(4, cores) on CPU
+    memory_limit_mb: int = 8192
+    timing: str = "auto"  # auto (on when a GPU is visible) | on | off
+    timing_warmup: int = 10
+    timing_trials: int = 50
+    timing_trim: float = 0.1
+    partial_credit: float = 1.0
+    speedup_review: float = 10.0
+
+
+@dataclass
+class EvalConfig:
+    eval_tasks: str = "heldout"  # heldout | builtin | KernelBench checkout | parquet | hub name
+    num_tasks: int = 20
+    eval_k: int = 1
+    eval_temperature: float = 0.0
+    eval_stages: list[str] = field(default_factory=lambda: ["base", "sft", "rl"])
+
+
+@dataclass
+class RunConfig:
+    profile: str = "cpu"
+    run: str = ""  # the run's folder under outputs_dir; "" = the profile's name
+    outputs_dir: str = "outputs"
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    rl: RLConfig = field(default_factory=RLConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    # -- derived ----------------------------------------------------------------------
+
+    @property
+    def run_name(self) -> str:
+        return self.run or self.profile
+
+    @property
+    def paths(self) -> "RunPaths":
+        root = Path(self.outputs_dir)
+        if not root.is_absolute():
+            root = project_root() / root
+        return RunPaths(root / self.run_name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def flat(self) -> dict[str, Any]:
+        """Every leaf as `bare_name: value` (the names papermill and `-p` use)."""
+        return {name: _get(self, path) for name, path in _leaf_paths().items()}
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+
+SECTIONS = ("model", "data", "sft", "rl", "verify", "eval")
+
+
+# --------------------------------------------------------------------------- paths
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Every path of a run, derived from `outputs/<run>/`. No other code builds a path."""
+
+    root: Path
+
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
+    # data
+    @property
+    def data_dir(self) -> Path: return self.root / "data"
+    @property
+    def sft_train(self) -> Path: return self.data_dir / "sft_train.jsonl"
+    @property
+    def difficulty_labels(self) -> Path: return self.data_dir / "difficulty_labels.jsonl"
+    @property
+    def split(self) -> Path: return self.data_dir / "split.json"
+    @property
+    def tasks_manifest(self) -> Path: return self.data_dir / "tasks.jsonl"
+
+    # checkpoints: one name per stage, used by every stage (the source lost its RL run to
+    # `rl_best_of_n` vs `rl_final`)
+    @property
+    def checkpoints_dir(self) -> Path: return self.root / "checkpoints"
+    @property
+    def sft_checkpoint(self) -> Path: return self.checkpoints_dir / "sft"
+    @property
+    def rl_checkpoint(self) -> Path: return self.checkpoints_dir / "rl"
+    @property
+    def rl_best(self) -> Path: return self.rl_checkpoint / "best.json"
+
+    def checkpoint(self, stage: str) -> Path:
+        """The adapter folder of a training stage (`sft` or `rl`)."""
+        if stage not in ("sft", "rl"):
+            raise ConfigError(f"no checkpoint for stage {stage!r}: expected 'sft' or 'rl'")
+        return self.checkpoints_dir / stage
+
+    # logs
+    @property
+    def logs_dir(self) -> Path: return self.root / "logs"
+    @property
+    def sft_log(self) -> Path: return self.logs_dir / "sft_log.jsonl"
+    @property
+    def rl_log(self) -> Path: return self.logs_dir / "rl_log.jsonl"
+    @property
+    def curriculum_log(self) -> Path: return self.logs_dir / "curriculum.jsonl"
+    @property
+    def timings(self) -> Path: return self.logs_dir / "timings.json"
+
+    # evaluation and report
+    @property
+    def eval_dir(self) -> Path: return self.root / "eval"
+
+    def eval_file(self, stage: str) -> Path:
+        return self.eval_dir / f"eval_{stage}.json"
+
+    @property
+    def charts_dir(self) -> Path: return self.root / "charts"
+
+    def chart(self, name: str) -> Path:
+        return self.charts_dir / f"{name}.png"
+
+    @property
+    def report_html(self) -> Path: return self.root / "report.html"
+
+    # notebooks and config
+    @property
+    def notebooks_dir(self) -> Path: return self.root / "notebooks"
+    @property
+    def config_snapshot(self) -> Path: return self.root / "config.yaml"
+
+    def ensure(self) -> "RunPaths":
+        for d in (self.data_dir, self.checkpoints_dir, self.logs_dir, self.eval_dir, self.charts_dir,
+                  self.notebooks_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+# --------------------------------------------------------------------------- locating things
+
+
+def project_root() -> Path:
+    """The checkout holding params/ and notebooks/: $TRITONRL_HOME, else the nearest ancestor of
+    the working directory with a tritonrl pyproject, else the package's own checkout."""
+    env = os.environ.get("TRITONRL_HOME")
+    if env:
+        return Path(env).resolve()
+    candidates = [Path.cwd().resolve(), *Path.cwd().resolve().parents]
+    candidates.append(Path(__file__).resolve().parent.parent)
+    for d in candidates:
+        pp = d / "pyproject.toml"
+        if pp.is_file() and 'name = "tritonrl"' in pp.read_text(errors="ignore"):
+            return d
+    return Path.cwd().resolve()
+
+
+def params_dir() -> Path:
+    return project_root() / "params"
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in params_dir().glob("*.yaml"))
+
+
+def gpu_available() -> bool:
+    # NVML-based check: does not initialise CUDA in this process, so forked verifier workers
+    # can still use the GPU.
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def default_profile() -> str:
+    return "gpu" if gpu_available() else "cpu"
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_config(profile: str | None = None, overrides: Mapping[str, Any] | None = None,
+                cli: list[str] | None = None) -> RunConfig:
+    """Build the RunConfig of `profile` (`auto`/None: gpu with a GPU, else cpu), then apply a dict of
+    overrides and `key=value` strings from the command line, in that order."""
+    if profile in (None, "", "auto"):
+        profile = default_profile()
+    path = Path(profile)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        name = path.stem
+    else:
+        name = profile
+        path = params_dir() / f"{profile}.yaml"
+        if not path.is_file():
+            known = available_profiles()
+            hint = _closest(profile, known)
+            raise ConfigError(
+                f"unknown profile {profile!r}" + (f"; did you mean {hint!r}?" if hint else "")
+                + f" Profiles in {params_dir()}: {', '.join(known) or '(none)'}"
+            )
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    cfg = RunConfig(profile=name)
+    apply_overrides(cfg, _flatten_yaml(data, str(path)), origin=str(path))
+    if overrides:
+        apply_overrides(cfg, dict(overrides), origin="overrides")
+    if cli:
+        apply_overrides(cfg, parse_cli_overrides(cli), origin="command line")
+    validate(cfg)
+    return cfg
+
+
+def parse_cli_overrides(items: list[str]) -> dict[str, Any]:
+    """`["n_samples=10", "rl.top_k=3"]` -> dict; values are parsed as YAML scalars/lists."""
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} is not key=value (for example -p n_samples=10)")
+        key, raw = item.split("=", 1)
+        try:
+            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            out[key.strip()] = raw
+    return out
+
+
+def apply_overrides(cfg: RunConfig, overrides: Mapping[str, Any], origin: str = "overrides") -> RunConfig:
+    for key, value in overrides.items():
+        path = resolve_key(key, origin)
+        _set(cfg, path, _coerce(value, _type_of(path), ".".join(path), origin))
+    return cfg
+
+
+def resolve_key(key: str, origin: str = "overrides") -> tuple[str, ...]:
+    """`n_samples` or `rl.n_samples` -> ("rl", "n_samples"); unknown keys name the closest one."""
+    leaves = _leaf_paths()
+    dotted = {".".join(p): p for p in leaves.values()}
+    if key in leaves:
+        return leaves[key]
+    if key in dotted:
+        return dotted[key]
+    if key in SECTIONS and key not in leaves:
+        raise ConfigError(f"{origin}: {key!r} is a section; set one of its keys, e.g. "
+                          f"{next(k for k, p in leaves.items() if p[0] == key)}=...")
+    hint = _closest(key.split(".")[-1], list(leaves)) or _closest(key, list(dotted))
+    raise ConfigError(
+        f"{origin}: unknown setting {key!r}" + (f"; did you mean {hint!r}?" if hint else "")
+        + " (`tritonrl config --list` shows every setting)"
+    )
+
+
+def validate(cfg: RunConfig) -> None:
+    """Cross-field checks that types alone cannot express."""
+    choices = {
+        ("model", "dtype"): ("auto", "float32", "bfloat16", "float16"),
+        ("model", "attn_implementation"): ("auto", "sdpa", "eager", "flash_attention_2"),
+        ("data", "task_size"): ("small", "full"),
+        ("rl", "method"): ("best_of_n", "grpo"),
+        ("verify", "policy"): ("auto", "strict", "fusion"),
+        ("verify", "timing"): ("auto", "on", "off"),
+        ("device",): ("auto", "cpu", "cuda"),
+    }
+    for path, allowed in choices.items():
+        v = _get(cfg, path)
+        if v not in allowed:
+            hint = _closest(str(v), list(allowed))
+            raise ConfigError(f"{'.'.join(path)}={v!r} is not one of {', '.join(allowed)}"
+                              + (f"; did you mean {hint!r}?" if hint else ""))
+    if cfg.model.load_in_8bit and cfg.model.load_in_4bit:
+        raise ConfigError("load_in_8bit and load_in_4bit are both set; choose one")
+    positive = [("rl", "n_samples"), ("rl", "top_k"), ("rl", "rounds"), ("model", "lora_r"),
+                ("sft", "per_device_batch_size"), ("verify", "timing_trials"), ("eval", "eval_k")]
+    for path in positive:
+        if _get(cfg, path) < 1:
+            raise ConfigError(f"{'.'.join(path)} must be at least 1, got {_get(cfg, path)}")
+    if cfg.rl.top_k > cfg.rl.n_samples:
+        raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
+                          "keep at most as many samples as are drawn")
+    for name in ("curriculum_start_p", "curriculum_end_p", "curriculum_trigger", "heldout_fraction",
+                 "timing_trim"):
+        path = _leaf_paths()[name]
+        v = _get(cfg, path)
+        if not 0.0 <= v <= 1.0:
+            raise ConfigError(f"{name}={v} must lie between 0 and 1")
+    if "/" in cfg.run_name or cfg.run_name in (".", ".."):
+        raise ConfigError(f"run={cfg.run_name!r} must be a plain folder name (it goes under outputs/)")
+
+
+# --------------------------------------------------------------------------- internals
+
+
+def _section_types() -> dict[str, type]:
+    hints = typing.get_type_hints(RunConfig)
+    return {s: hints[s] for s in SECTIONS}
+
+
+def _leaf_paths() -> dict[str, tuple[str, ...]]:
+    """bare name -> path; also asserts bare names are unique (a test checks this too)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for f in dataclasses.fields(RunConfig):
+        if f.name in SECTIONS:
+            continue
+        out[f.name] = (f.name,)
+    for sec, typ in _section_types().items():
+        for f in dataclasses.fields(typ):
+            if f.name in out:
+                raise AssertionError(f"setting name {f.name!r} is used twice")
+            out[f.name] = (sec, f.name)
+    return out
+
+
+def _type_of(path: tuple[str, ...]) -> Any:
+    owner: type = RunConfig
+    for part in path[:-1]:
+        owner = typing.get_type_hints(owner)[part]
+    return typing.get_type_hints(owner)[path[-1]]
+
+
+def _get(cfg: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _set(cfg: Any, path: tuple[str, ...], value: Any) -> None:
+    for part in path[:-1]:
+        cfg = getattr(cfg, part)
+    setattr(cfg, path[-1], value)
+
+
+def _type_name(t: Any) -> str:
+    if typing.get_origin(t) is list:
+        return f"list of {typing.get_args(t)[0].__name__}"
+    return getattr(t, "__name__", str(t))
+
+
+def _coerce(value: Any, expected: Any, key: str, origin: str) -> Any:
+    def bad() -> ConfigError:
+        return ConfigError(f"{origin}: {key} expects {_type_name(expected)}, "
+                           f"got {type(value).__name__} {value!r}")
+
+    if typing.get_origin(expected) is list:
+        inner = typing.get_args(expected)[0]
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise bad()
+        return [_coerce(v, inner, key, origin) for v in value]
+    if expected is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0"):
+            return value.lower() in ("true", "yes", "1")
+        raise bad()
+    if expected is int:
+        if isinstance(value, bool):
+            raise bad()
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise bad()
+    if expected is float:
+        if isinstance(value, bool):
+            raise bad()
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise bad() from None
+        raise bad()
+    if expected is str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)  # a run named 2024 or a model path that YAML read as a number
+        raise bad()
+    raise bad()
+
+
+def _flatten_yaml(data: dict, origin: str) -> dict[str, Any]:
+    """Profiles may nest by section (`rl: {n_samples: 4}`) or use bare/dotted keys."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in SECTIONS and isinstance(value, dict):
+            for sub, v in value.items():
+                path = resolve_key(f"{key}.{sub}", origin)
+                out[".".join(path)] = v
+        elif key in SECTIONS and key not in _leaf_paths():  # `model: tiny` is the leaf model.model
+            raise ConfigError(f"{origin}: section {key!r} must be a mapping of settings")
+        else:
+            out[key] = value
+    return out
+
+
+def _closest(word: str, options: list[str]) -> str | None:
+    m = difflib.get_close_matches(word, options, n=1, cutoff=0.6)
+    return m[0] if m else None

