@@ -91,6 +91,7 @@ class RLConfig:
 @dataclass
 class VerifyConfig:
     policy: str = "auto"  # auto (strict for Level 1, fusion for Level 2+) | strict | fusion
+    policy_extra_ops: list[str] = field(default_factory=list)  # more aten ops `fusion` lets stay in PyTorch
     atol: float = 1e-2  # fp32 tolerances, as KernelBench's published runs used
     rtol: float = 1e-2
     half_atol: float = 5e-2  # fp16 / bf16 tolerances
