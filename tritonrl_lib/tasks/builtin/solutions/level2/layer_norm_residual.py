@@ -1,0 +1,59 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_layer_norm_kernel(x_ptr, r_ptr, w_ptr, b_ptr, out_ptr, n_cols, eps, BLOCK_SIZE: tl.constexpr):
+    # One program per row of s = x + residual. The first pass writes s into the output row (the
+    # sum is never stored elsewhere); the variance and normalising passes read it back from there.
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * n_cols
+    r_row = r_ptr + row * n_cols
+    out_row = out_ptr + row * n_cols
+    cols = tl.arange(0, BLOCK_SIZE)
+    acc = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = start + cols < n_cols
+        s = tl.load(x_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+        s += tl.load(r_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_row + start + cols, s, mask=mask)
+        acc += s
+    mean = tl.sum(acc, axis=0) / n_cols
+    acc = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = start + cols < n_cols
+        s = tl.load(out_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+        d = tl.where(mask, s - mean, 0.0)
+        acc += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        mask = start + cols < n_cols
+        s = tl.load(out_row + start + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + start + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_row + start + cols, (s - mean) * rstd * w + b, mask=mask)
+
+
+def add_layer_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                   eps: float) -> torch.Tensor:
+    assert x.shape == residual.shape, "expects x and residual of the same shape"
+    n_cols = weight.numel()
+    x, residual = x.contiguous(), residual.contiguous()
+    out = torch.empty_like(x)
+    n_rows = x.numel() // n_cols
+    block_size = min(triton.next_power_of_2(n_cols), 4096)
+    num_warps = 4 if block_size <= 1024 else 8
+    add_layer_norm_kernel[(n_rows,)](x, residual, weight, bias, out, n_cols, eps, BLOCK_SIZE=block_size,
+                                     num_warps=num_warps)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, hidden: int):
+        super(ModelNew, self).__init__()
+        self.norm = nn.LayerNorm(hidden)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        return add_layer_norm(x, residual, self.norm.weight, self.norm.bias, self.norm.eps)
