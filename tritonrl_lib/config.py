@@ -47,6 +47,8 @@ class DataConfig:
     task_source: str = "builtin"  # builtin | KernelBench checkout dir | parquet/jsonl file | hub name
     task_size: str = "small"  # small (interpreter-friendly) | full (GPU sizes)
     kernelbook_source: str = ""  # "" (none) | hub name (GPUMODE/KernelBook) | local jsonl/parquet
+    kernelbook_verify: bool = False  # keep only KernelBook rows whose solution passes the verifier
+    kernelbook_max_rows: int = 0  # 0 = all rows
     n_sft_examples: int = 1000
     heldout_fraction: float = 0.25  # fraction of op families held out of training
 

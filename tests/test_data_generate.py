@@ -1,0 +1,111 @@
+"""The SFT generator: verified, deduplicated, deterministic examples from train families only."""
+
+from __future__ import annotations
+
+import pytest
+
+from tritonrl_lib.config import load_config
+from tritonrl_lib.data import generate as gen
+from tritonrl_lib.data.generate import generate_sft_examples, make_candidate
+from tritonrl_lib.data.records import SFTExample, read_sft_examples, write_jsonl
+from tritonrl_lib.extract import extract_code
+from tritonrl_lib.prompts import build_messages
+
+FAMILIES = ["relu", "add", "softmax", "sum_dim", "gemm_bias_relu", "layer_norm_gelu"]
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    from tritonrl_lib.verify import VerifierPool
+
+    cache = tmp_path_factory.mktemp("verdicts")
+    with VerifierPool(load_config("smoke").verify, cache=cache, progress=False) as p:
+        yield p
+
+
+def test_candidates_are_generated_tasks_with_their_completion():
+    c = make_candidate("gemm_bias_relu", 0, 3)
+    t = c.task
+    assert t.origin == "generated" and t.op_family == "gemm_bias_relu" and t.category == "gemm_epilogue"
+    assert t.level == 2 and t.id.startswith("generated/gemm_bias_relu/")
+    assert extract_code(c.completion).code.strip() == c.solution.strip()
+    assert make_candidate("gemm_bias_relu", 0, 3).key == c.key
+
+
+@pytest.mark.slow
+def test_examples_are_verified_balanced_and_deterministic(pool):
+    examples, stats = generate_sft_examples(FAMILIES, 12, seed=0, pool=pool, progress=False)
+    assert len(examples) == 12 and stats.kept == 12
+    assert all(isinstance(e, SFTExample) and e.verified for e in examples)
+    assert {e.op_family for e in examples} == set(FAMILIES)  # round-robin: every family present
+    assert max(stats.kept_by_family.values()) - min(stats.kept_by_family.values()) <= 1
+    assert len({e.id for e in examples}) == 12
+    for e in examples:
+        assert e.prompt[1]["content"].endswith("```") and e.source in e.prompt[1]["content"]
+        assert extract_code(e.completion[0]["content"]).code.strip() == e.solution.strip()
+        assert e.level in (1, 2) and e.category
+    again, stats2 = generate_sft_examples(FAMILIES, 12, seed=0, pool=pool, progress=False)
+    assert [e.to_dict() for e in again] == [e.to_dict() for e in examples]
+    assert stats2.cache_hits == stats2.verified  # the second pass read every verdict from the cache
+    other, _ = generate_sft_examples(FAMILIES, 12, seed=1, pool=pool, progress=False)
+    assert [e.id for e in other] != [e.id for e in examples]
+
+
+@pytest.mark.slow
+def test_candidates_the_verifier_rejects_are_dropped_and_counted(pool, monkeypatch):
+    """A broken template (its kernel computes the wrong thing) loses every example to the real
+    verifier, by reason; the healthy family still delivers."""
+    real = gen.make_candidate
+
+    def broken_for_relu(family, seed, index):
+        c = real(family, seed, index)
+        if family != "relu":
+            return c
+        wrong = c.solution.replace("tl.maximum(", "tl.minimum(").replace("> 0,", "< 0,")
+        return gen.Candidate(c.task, gen.format_completion(wrong), wrong, c.variant, c.key + "x")
+
+    monkeypatch.setattr(gen, "make_candidate", broken_for_relu)
+    examples, stats = generate_sft_examples(["relu", "add"], 4, seed=0, pool=pool, progress=False,
+                                            max_candidates=12)
+    assert {e.op_family for e in examples} == {"add"} and len(examples) == 4
+    assert stats.failures and all(r.startswith("mismatch") for r in stats.failures)
+    assert stats.kept_by_family == {"add": 4}
+    assert stats.n_failed == (stats.verified + 1) // 2  # candidates alternate relu, add: every relu lost
+
+
+def test_duplicates_are_skipped_before_verification(monkeypatch):
+    """A template that keeps producing the same pair is deduplicated, then retired."""
+    real = gen.make_candidate
+    monkeypatch.setattr(gen, "make_candidate", lambda family, seed, index: real(family, seed, 0))
+    stats = gen.GenerationStats(requested=5)
+    cands = list(gen._candidates(["relu"], 0, stats, limit=100))
+    assert len(cands) == 1
+    assert stats.duplicates == gen.MAX_CONSECUTIVE_DUPLICATES and stats.exhausted_families == ["relu"]
+
+
+def test_bad_family_lists_are_errors():
+    with pytest.raises(ValueError, match="no template for families"):
+        generate_sft_examples(["relu", "nope"], 3, progress=False)
+    with pytest.raises(ValueError, match="no families"):
+        generate_sft_examples([], 3, progress=False)
+    examples, stats = generate_sft_examples(["relu"], 0, progress=False)
+    assert examples == [] and stats.kept == 0
+
+
+def test_records_round_trip_and_load_with_datasets(tmp_path):
+    from datasets import load_dataset
+
+    c1, c2 = make_candidate("relu", 0, 1), make_candidate("gemm_bias_relu", 0, 2)
+    examples = [gen.to_sft_example(c.task, c.solution, c.variant) for c in (c1, c2)]
+    path = tmp_path / "sft_train.jsonl"
+    assert write_jsonl(path, examples) == 2
+    assert read_sft_examples(path) == examples
+    ds = load_dataset("json", data_files=str(path), split="train")
+    assert ds.column_names[:8] == ["id", "task_id", "origin", "op_family", "category", "level", "prompt",
+                                   "completion"]
+    row = ds[1]
+    assert row["prompt"] == build_messages(c2.task)
+    assert row["completion"][0]["role"] == "assistant"
+    path.write_text(path.read_text() + "{broken\n")
+    with pytest.raises(ValueError, match="sft_train.jsonl:3"):
+        read_sft_examples(path)

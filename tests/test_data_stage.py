@@ -1,0 +1,52 @@
+"""The data stage's bookkeeping: what it writes, when it may skip, KernelBook rows joining the SFT set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tritonrl_lib.config import load_config
+from tritonrl_lib.data import Split, build_data, data_is_current, read_difficulty_labels, read_sft_examples
+from tritonrl_lib.data.stage import data_settings
+
+KB = Path(__file__).resolve().parent / "fixtures" / "kernelbook" / "rows.parquet"
+
+
+def _cfg(run_dir, **over):
+    # n_sft_examples=0: the generator is not needed to test the stage's own logic (it has its own tests)
+    return load_config("smoke", overrides={"outputs_dir": str(run_dir), "run": "stage", "n_sft_examples": 0, **over})
+
+
+def test_stage_writes_everything_and_knows_when_it_is_current(run_dir):
+    cfg = _cfg(run_dir)
+    assert data_is_current(cfg, cfg.paths) == (False, "split.json is missing")
+    first = build_data(cfg, cfg.paths, progress=False)
+    assert not first.skipped_generation
+    split = Split.load(cfg.paths.split)
+    assert split.settings == data_settings(cfg, first.tasks) and split.counts["sft_examples"] == 0
+    assert len(read_difficulty_labels(cfg.paths.difficulty_labels)) == len(first.tasks)
+    assert data_is_current(cfg, cfg.paths) == (True, "outputs match the settings")
+    again = build_data(cfg, cfg.paths, progress=False)
+    assert again.skipped_generation and any("generation skipped" in m for m in again.messages)
+
+    fewer = first.tasks[:-1]  # the suite lost a task: the split (and the data) may change
+    assert data_is_current(cfg, cfg.paths, fewer) == (False, "settings changed: tasks")
+    assert data_is_current(cfg, cfg.paths, first.tasks)[0]
+    changed = _cfg(run_dir, heldout_fraction=0.5)
+    ok, why = data_is_current(changed, changed.paths)
+    assert not ok and why == "settings changed: heldout_fraction"
+    cfg.paths.sft_train.write_text('{"id": "x"}\n')  # a file that does not hold what split.json recorded
+    assert data_is_current(cfg, cfg.paths) == (False, "sft_train.jsonl does not hold the recorded number of examples")
+    assert not build_data(cfg, cfg.paths, force=True, progress=False).skipped_generation
+
+
+def test_kernelbook_rows_join_the_sft_set_and_the_labels(run_dir):
+    cfg = _cfg(run_dir, kernelbook_source=str(KB), heldout_fraction=0.0)
+    result = build_data(cfg, cfg.paths, progress=False)
+    examples = read_sft_examples(cfg.paths.sft_train)
+    assert [e.task_id for e in examples] == [f"kernelbook/kb-000{i}" for i in (1, 2, 3, 4)]
+    assert all(e.origin == "kernelbook" and not e.verified and "class ModelNew" in e.solution for e in examples)
+    kb_labels = [r for r in read_difficulty_labels(cfg.paths.difficulty_labels) if r.origin == "kernelbook"]
+    assert len(kb_labels) == 4 and all(r.declared_level is None for r in kb_labels)
+    assert result.counts["kernelbook"]["skipped"] == {"entry_point_not_found": 1, "python_syntax_error": 1,
+                                                      "no_triton_kernel": 1, "duplicate": 1}
+    assert any(m.startswith("KernelBook: 4 of 8 rows") for m in result.messages)

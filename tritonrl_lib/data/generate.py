@@ -1,0 +1,204 @@
+"""The offline SFT data generator: op templates x shapes x dtypes x styles, every pair verified.
+
+Candidates are drawn round-robin over the requested families (example i of family f is keyed by
+(seed, f, i), so a family's examples do not depend on the others), deduplicated before any work is
+done, and verified in batches through a `VerifierPool` (its workers run in parallel; its verdict
+cache makes a re-run, or a resumed one, cost file reads). Only candidates the verifier passes are
+kept; the others are counted by the verifier's reason. The result is the first `n` passing
+candidates in candidate order, so it is the same for the same seed whatever the batch sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..prompts import format_completion, sft_record
+from ..tasks.families import category_of
+from ..tasks.task import Task
+from .records import SFTExample
+from .templates import TEMPLATES, level_of_family, render_example
+
+MAX_CONSECUTIVE_DUPLICATES = 40  # a family this repetitive has shown all it has
+
+
+def generator_version() -> str:
+    """A digest of the template sources: examples made by other templates are other data."""
+    h = hashlib.sha256()
+    tdir = Path(__file__).with_name("templates")
+    for f in sorted(tdir.glob("*.py")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    h.update(Path(__file__).with_name("generate.py").read_bytes())
+    from .. import prompts
+
+    h.update(Path(prompts.__file__).read_bytes())
+    return h.hexdigest()[:12]
+
+
+@dataclass
+class GenerationStats:
+    requested: int
+    kept: int = 0
+    candidates: int = 0  # rendered
+    duplicates: int = 0  # identical (reference, solution) pairs skipped before verification
+    verified: int = 0  # sent to the verifier
+    cache_hits: int = 0
+    failures: Counter = field(default_factory=Counter)  # verifier reason -> candidates dropped
+    kept_by_family: Counter = field(default_factory=Counter)
+    exhausted_families: list[str] = field(default_factory=list)
+    families: list[str] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def n_failed(self) -> int:
+        return sum(self.failures.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requested": self.requested, "kept": self.kept, "candidates": self.candidates,
+                "duplicates": self.duplicates, "verified": self.verified, "cache_hits": self.cache_hits,
+                "failed": self.n_failed, "failures": dict(self.failures.most_common()),
+                "kept_by_family": dict(sorted(self.kept_by_family.items())),
+                "exhausted_families": self.exhausted_families, "families": len(self.families),
+                "wall_s": round(self.wall_s, 1)}
+
+
+@dataclass
+class Candidate:
+    task: Task
+    completion: str
+    solution: str
+    variant: str
+    key: str
+
+
+def make_candidate(family: str, seed: int, index: int) -> Candidate:
+    """Render example `index` of `family` as a generated Task plus its target completion."""
+    ex = render_example(family, seed, index)
+    key = hashlib.sha256(f"{ex.reference}\0{ex.solution}".encode()).hexdigest()
+    level = level_of_family(family)
+    task = Task(id=f"generated/{family}/{key[:12]}", level=level, name=f"{family}_{index}", source=ex.reference,
+                op_family=family, category=category_of(family), origin="generated", description=ex.description,
+                reference_solution=ex.solution, meta={"variant": ex.variant, "dtype": ex.dtype, "index": index})
+    return Candidate(task, format_completion(ex.solution), ex.solution, ex.variant, key)
+
+
+def to_sft_example(task: Task, solution: str, variant: str = "", verified: bool = True) -> SFTExample:
+    rec = sft_record(task, solution)
+    key = hashlib.sha256(f"{task.source}\0{solution}".encode()).hexdigest()[:12]
+    return SFTExample(id=f"{task.origin}/{task.op_family or task.name}/{key}", task_id=task.id, origin=task.origin,
+                      op_family=task.op_family, category=task.category, level=task.level, prompt=rec["prompt"],
+                      completion=rec["completion"], source=task.source, solution=solution, variant=variant,
+                      verified=verified)
+
+
+def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limit: int) -> Iterable[Candidate]:
+    """Unique candidates, round-robin over families, until `limit` have been rendered."""
+    seen: set[str] = set()
+    active = list(families)
+    index = {f: 0 for f in families}
+    dup_run = {f: 0 for f in families}
+    while active and stats.candidates < limit:
+        for fam in list(active):
+            if stats.candidates >= limit:
+                return
+            i = index[fam]
+            index[fam] += 1
+            stats.candidates += 1
+            try:
+                cand = make_candidate(fam, seed, i)
+            except Exception as e:  # a template bug must not stop the other families
+                stats.failures[f"render_error:{type(e).__name__}"] += 1
+                continue
+            if cand.key in seen:
+                stats.duplicates += 1
+                dup_run[fam] += 1
+                if dup_run[fam] >= MAX_CONSECUTIVE_DUPLICATES:
+                    active.remove(fam)
+                    stats.exhausted_families.append(fam)
+                continue
+            dup_run[fam] = 0
+            seen.add(cand.key)
+            yield cand
+
+
+def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, pool=None, verify_config=None,
+                          cache: bool | str = True, max_candidates: int | None = None, batch_size: int = 0,
+                          progress: bool = True) -> tuple[list[SFTExample], GenerationStats]:
+    """Up to `n` verified SFT examples drawn from `families` (names of tasks/families.py).
+
+    `pool` is a VerifierPool to use (else one is made from `verify_config` and closed after);
+    `cache` is given to a pool made here. At most `max_candidates` (default 2n + 50) are rendered.
+    """
+    unknown = [f for f in families if f not in TEMPLATES]
+    if unknown:
+        raise ValueError(f"no template for families {unknown}; templated: {sorted(TEMPLATES)}")
+    if not families:
+        raise ValueError("no families to generate from: the split left none in training")
+    families = list(dict.fromkeys(families))
+    stats = GenerationStats(requested=n, families=families)
+    if n <= 0:
+        return [], stats
+    limit = max_candidates if max_candidates is not None else 2 * n + 50
+    own_pool = pool is None
+    if own_pool:
+        from ..verify import VerifierPool
+
+        pool = VerifierPool(verify_config, cache=cache, progress=False)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, desc="SFT examples", unit="ex")
+    kept: list[SFTExample] = []
+    start = time.perf_counter()
+    stream = iter(_candidates(families, seed, stats, limit))
+    try:
+        while len(kept) < n:
+            need = n - len(kept)
+            # batches of ~16 per worker: the bar moves often, and workers idle little at batch ends
+            workers = getattr(pool, "size", 2)
+            size = batch_size or max(4, min(16 * workers, need + need // 8 + 2 * workers))
+            batch = [c for _, c in zip(range(size), stream)]
+            if not batch:
+                break
+            verdicts = pool.map([c.task for c in batch], [c.completion for c in batch], progress=False)
+            stats.verified += len(batch)
+            for cand, v in zip(batch, verdicts):
+                if "verdict from cache" in v.notes:
+                    stats.cache_hits += 1
+                if not v.correct:
+                    stats.failures[v.reason or "incorrect"] += 1
+                    continue
+                if len(kept) < n:
+                    kept.append(to_sft_example(cand.task, cand.solution, cand.variant, verified=True))
+                    stats.kept_by_family[cand.task.op_family] += 1
+                    if bar is not None:
+                        bar.update(1)
+            if bar is not None:
+                bar.set_postfix(candidates=stats.candidates, failed=stats.n_failed, refresh=False)
+    finally:
+        if bar is not None:
+            bar.close()
+        if own_pool:
+            pool.close()
+    stats.kept = len(kept)
+    stats.wall_s = time.perf_counter() - start
+    return kept, stats
+
+
+def verify_tasks(tasks: Sequence[Task], pool) -> tuple[list[Task], Counter]:
+    """Keep the tasks whose `reference_solution` the verifier passes; count the rest by reason."""
+    verdicts = pool.map(list(tasks), [format_completion(t.reference_solution or "") if t.reference_solution else ""
+                                      for t in tasks], desc="verify KernelBook")
+    kept, failures = [], Counter()
+    for t, v in zip(tasks, verdicts):
+        if v.correct:
+            kept.append(t)
+        else:
+            failures[v.reason or "incorrect"] += 1
+    return kept, failures
