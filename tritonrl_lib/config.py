@@ -108,6 +108,7 @@ class VerifyConfig:
     timing_trim: float = 0.1
     partial_credit: float = 1.0
     speedup_review: float = 10.0
+    verify_cache: bool = False  # reuse verdicts from disk, keyed by task, code and these settings
 
 
 @dataclass

@@ -1,0 +1,222 @@
+"""The verifier end to end on the CPU (Triton interpreter): correct solutions pass, wrong ones fail
+at the right stage for the right reason, and one pool survives a batch of hostile candidates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonrl_lib.config import VerifyConfig, gpu_available
+from tritonrl_lib.tasks.task import Task
+from tritonrl_lib.verify.pool import VerifierPool
+from tritonrl_lib.verify.sandbox import descendants, proc_table
+
+CASES = Path(__file__).parent / "verifier_cases"
+
+
+def task(name: str, level: int = 1) -> Task:
+    return Task(id=f"test/{name}", level=level, name=name, source=(CASES / "tasks" / f"{name}.py").read_text())
+
+
+def candidate(name: str) -> str:
+    return (CASES / "candidates" / f"{name}.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    # a short timeout for the hang case; a memory limit a blow-up reaches quickly
+    # the CPU path (interpreter) even on a GPU machine; the GPU path has its own test at the end
+    with VerifierPool(VerifyConfig(timeout_s=10, memory_limit_mb=2500), workers=2, device="cpu", cache=False,
+                      progress=False) as p:
+        yield p
+
+
+def assert_no_leftovers(pool: VerifierPool) -> None:
+    """Every worker is idle with no process under it: everything a candidate started was killed."""
+    table = proc_table()
+    for w in pool._slots:
+        if w is not None and w.proc.poll() is None:
+            alive = [p for p in descendants(w.proc.pid, table) if p.state != "Z"]
+            assert alive == [], f"worker {w.proc.pid} still has {len(alive)} processes under it"
+
+
+# --------------------------------------------------------------------------- correct solutions
+
+
+@pytest.mark.parametrize("name,level", [("relu", 1), ("row_sum", 1), ("matmul", 1), ("softmax", 1),
+                                        ("conv_bias_relu", 2)])
+def test_correct_solutions_pass(pool, name, level):
+    v = pool.verify(task(name, level), f"Here is my kernel:\n```python\n{candidate(name + '_ok')}```\n")
+    assert v.correct, (v.reason, v.error)
+    assert (v.stage, v.reason, v.reward, v.cheat_flags) == ("full", "ok", 0.7, [])
+    names = [e["name"] for e in v.errors]
+    assert names[:3] == ["tiny", "original", "scaled"] and "seed" in names
+    assert all(e["ok"] for e in v.errors)
+    assert "timing skipped: no GPU" in v.notes
+    assert any("dtype skipped" in n for n in v.notes)
+
+
+def test_weights_come_from_the_reference(pool):
+    # the candidate builds its own randomly initialised conv and bias; only copying the
+    # reference's state_dict (or the shared seed) makes them equal
+    v = pool.verify(task("conv_bias_relu", 2), candidate("conv_bias_relu_ok").replace(
+        "self.bias = nn.Parameter(torch.randn(bias_shape))", "self.bias = nn.Parameter(torch.zeros(bias_shape))"))
+    assert v.correct, v.error
+
+
+# --------------------------------------------------------------------------- wrong solutions
+
+
+@pytest.mark.parametrize("task_name,cand,stage,reason,reward", [
+    ("relu", "relu_wrong_math", "compile", "mismatch:tiny", 0.3),
+    ("row_sum", "row_sum_wrong_shape", "compile", "shape_mismatch", 0.3),
+    ("relu", "relu_wrong_dtype", "compile", "dtype_mismatch", 0.3),
+    ("relu", "relu_syntax_error", "extract", "static:syntax_error", 0.0),
+    ("relu", "relu_import_error", "static", "compile_error", 0.0),
+    ("relu", "relu_raises_forward", "compile", "runtime_error", 0.3),
+    ("relu", "relu_hardcoded_shape", "tiny", "mismatch:larger", 0.5),
+    ("relu", "softmax_ok", "compile", "mismatch:tiny", 0.3),  # a right kernel for the wrong task
+])
+def test_wrong_solutions_fail_at_the_right_stage(pool, task_name, cand, stage, reason, reward):
+    v = pool.verify(task(task_name), candidate(cand))
+    assert (v.stage, v.reason, v.reward, v.correct) == (stage, reason, reward, False), v.error
+    assert v.error
+
+
+def test_errors_name_the_candidates_own_line(pool):
+    v = pool.verify(task("relu"), candidate("relu_raises_forward"))
+    assert "this solution gives up" in v.error and "tritonrl_candidate.py" in v.error
+
+
+def test_no_code_and_broken_task_have_their_own_reasons(pool):
+    v = pool.verify(task("relu"), "I could not write this kernel, sorry.")
+    assert (v.stage, v.reward) == ("none", 0.0) and v.reason != "ok"
+    bad_inputs = task("relu").source.replace("torch.randn(batch_size, dim)", "torch.randn(batch_size, dim, bogus=1)")
+    broken = Task(id="broken", level=1, name="broken", source=bad_inputs)
+    v = pool.verify(broken, candidate("relu_ok"))
+    assert v.reason == "reference_error" and not v.correct and "bogus" in v.error
+
+
+def test_fusion_policy_allows_the_conv_but_strict_does_not(pool):
+    conv = task("conv_bias_relu", 2)
+    assert pool.verify(conv, candidate("conv_bias_relu_ok")).correct
+    strict = pool.verify(conv, candidate("conv_bias_relu_ok"), config=VerifyConfig(policy="strict", timeout_s=10))
+    assert not strict.correct and strict.reward == 0.0
+    # and with the static check out of the way, the runtime census says the same thing
+    strict_rt = pool.verify(conv, candidate("conv_bias_relu_ok"), config=VerifyConfig(policy="strict", timeout_s=10),
+                            static=False)
+    assert strict_rt.reason.startswith("cheat:pytorch_compute:aten.convolution"), strict_rt.reason
+
+
+# --------------------------------------------------------------------------- hostile candidates
+
+
+# candidate -> (last stage passed, reason or reason prefix, a cheat flag that must be present)
+ADVERSARIAL = {
+    "adv_try_except_fallback": ("extract", "static:", None),
+    "adv_pure_torch": ("extract", "static:", None),
+    "adv_os_exit": ("extract", "static:", None),
+    "adv_fork_flood": ("extract", "static:", None),
+    "adv_fork_leftover": ("extract", "static:", None),
+    "adv_memory_tree": ("extract", "static:", None),
+    "adv_kill_worker": ("extract", "static:", None),
+    "adv_foreign_kernel": ("extract", "static:", None),
+    "adv_patch_allclose": ("extract", "static:", None),
+    "adv_patch_reference": ("extract", "static:", None),
+    "adv_compute_in_grid": ("extract", "static:", None),
+    "adv_torch_compute_after_launch": ("compile", "cheat:pytorch_compute:", "pytorch_compute:aten.mul.Tensor"),
+    "adv_cache_launches": ("tiny", "cheat:cached_output", "cached_output"),
+    "adv_cache_by_shape": ("tiny", "cheat:", "cached_output"),
+    "adv_constant_output": ("compile", "mismatch:tiny", None),
+    "adv_writes_nothing": ("compile", "mismatch:tiny", None),
+    "adv_mutates_input": ("compile", "cheat:input_mutated", "input_mutated"),
+    "adv_raise_systemexit": ("compile", "exit_called", None),
+    "adv_exit_builtin": ("compile", "exit_called", None),
+    "adv_segfault_oob": ("compile", "crash_signal:SIGSEGV", None),
+    "adv_infinite_loop": ("compile", "timeout", None),
+    "adv_memory_blowup": ("compile", "out_of_memory", None),
+    "adv_raise_init": ("static", "compile_error", None),
+    "adv_nan_output": ("compile", "nan_output", None),
+    "relu_hardcoded_shape": ("tiny", "mismatch:larger", None),
+}
+
+
+def _check(v, name: str, stage: str, reason, flag: str | None) -> None:
+    got = (v.stage, v.reason, v.cheat_flags)
+    assert v.stage == stage, (name, got, v.error[:500])
+    reasons = reason if isinstance(reason, tuple) else (reason,)
+    assert any(v.reason == r or (r.endswith(":") and v.reason.startswith(r)) for r in reasons), (name, got)
+    if flag:
+        assert flag in v.cheat_flags, (name, got)
+    assert not v.correct and v.reward <= 0.5, (name, got)
+    if v.cheat_flags or v.reason.startswith("static:"):
+        assert v.reward == 0.0, (name, got)
+
+
+def test_one_pool_survives_every_hostile_candidate(pool):
+    names = list(ADVERSARIAL)
+    relu = task("relu")
+    verdicts = pool.map(relu, [candidate(n) for n in names] + [candidate("relu_ok")])
+    assert len(verdicts) == len(names) + 1
+    for name, v in zip(names, verdicts):
+        _check(v, name, *ADVERSARIAL[name])
+    assert verdicts[-1].correct  # and the pool still verifies a good solution at the end
+    assert_no_leftovers(pool)
+
+
+# with the static check bypassed, the runtime layer must still catch these on its own
+RUNTIME_ONLY = {
+    "adv_pure_torch": ("compile", "cheat:no_triton_launch", "pytorch_compute:aten.relu.default"),
+    "adv_try_except_fallback": ("compile", "cheat:no_triton_launch", "no_triton_launch"),
+    "adv_os_exit": ("compile", "process_exit", None),
+    "adv_fork_flood": ("compile", "fork_flood", "fork_flood"),
+    "adv_fork_leftover": ("full", "fork_flood", "fork_flood"),
+    "adv_memory_tree": ("compile", "memory_limit", None),
+    "adv_kill_worker": ("static", "worker_lost", None),
+    "adv_foreign_kernel": ("compile", "cheat:foreign_kernel:", "foreign_kernel:some_library.library_relu"),
+    "adv_patch_allclose": ("compile", "mismatch:tiny", None),
+    "adv_patch_reference": ("compile", "mismatch:tiny", None),
+    "adv_compute_in_grid": ("compile", "cheat:pytorch_compute:aten.relu.default", None),
+}
+
+
+def test_runtime_layer_catches_what_static_would(pool):
+    names = list(RUNTIME_ONLY)
+    # nothing here hangs: a long timeout lets the memory tree grow past the limit even on a slow machine
+    cfg = VerifyConfig(timeout_s=90, memory_limit_mb=1500)
+    verdicts = pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
+                        config=cfg)
+    for name, v in zip(names, verdicts):
+        _check(v, name, *RUNTIME_ONLY[name])
+        assert "static check skipped" in v.notes or v.reason == "worker_lost"
+    assert verdicts[-1].correct, verdicts[-1].error
+    assert pool.restarts >= 1  # the killed worker was replaced
+    assert_no_leftovers(pool)
+
+
+def test_order_is_preserved_across_mixed_outcomes(pool):
+    names = ["relu_ok", "relu_syntax_error", "relu_wrong_math", "relu_ok", "adv_segfault_oob", "relu_ok"]
+    verdicts = pool.map([task("relu")] * len(names), [candidate(n) for n in names])
+    assert [v.correct for v in verdicts] == [True, False, False, True, False, True]
+    assert verdicts[4].reason == "crash_signal:SIGSEGV"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
+def test_gpu_path_times_and_checks():
+    names = ["relu_ok", "adv_writes_nothing", "adv_mutates_input", "adv_segfault_oob", "adv_cache_launches",
+             "relu_ok"]
+    with VerifierPool(VerifyConfig(timeout_s=180), device="cuda", cache=False, progress=False) as pool:
+        assert pool.device == "cuda"
+        vs = pool.map(task("relu"), [candidate(n) for n in names])
+    ok = vs[0]
+    assert ok.correct and ok.stage == "timing" and ok.reason == "ok", (ok.reason, ok.error)
+    assert ok.speedup and ok.speedup > 0 and 0.7 < ok.reward <= 1.0
+    assert ok.timing["reference"]["trials"] == ok.timing["candidate"]["trials"] == 50
+    assert any(e["name"].startswith("dtype:") and e["ok"] for e in ok.errors), ok.notes  # fp16 / bf16 ran
+    assert vs[1].reason in ("nan_output", "mismatch:tiny") and not vs[1].correct  # poisoned, not stale
+    assert "input_mutated" in vs[2].cheat_flags
+    assert vs[3].reason == "cuda_error", (vs[3].reason, vs[3].error[-500:])
+    assert "cached_output" in vs[4].cheat_flags
+    assert vs[5].correct  # the worker that saw a CUDA error went on (a fresh child per candidate)

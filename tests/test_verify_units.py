@@ -1,0 +1,414 @@
+"""The verifier's parts that need no worker: framing, comparison rules, reward, timing statistics,
+size variations, the verdict cache, and the runtime checks' building blocks."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tritonrl_lib.verify.cache import VERIFIER_VERSION, VerdictCache
+from tritonrl_lib.verify.judge import compare, decode
+from tritonrl_lib.verify.reward import RewardLadder, compute_reward
+from tritonrl_lib.verify.runtime_checks import OpCensus, flatten_outputs, same_bits
+from tritonrl_lib.verify.sandbox import FrameReader, ProtocolError, encode_frame, proc_table
+from tritonrl_lib.verify.timing import speedup_stats, summarize
+from tritonrl_lib.verify.variations import larger_plan, size_constants, tiny_plans
+from tritonrl_lib.verify.verdict import Verdict
+
+CASES = Path(__file__).parent / "verifier_cases"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def task_source(name: str) -> str:
+    return (CASES / "tasks" / f"{name}.py").read_text()
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def _stream(msgs):
+    return b"".join(bytes(memoryview(p)) for h, b in msgs for p in encode_frame(h, b))
+
+
+def test_frames_survive_any_chunking():
+    rng = random.Random(0)
+    msgs = [({"type": "x", "i": i}, [os.urandom(rng.choice([0, 1, 7, 4096, 70000])) for _ in range(rng.randint(0, 3))])
+            for i in range(40)]
+    stream = _stream(msgs)
+    for _ in range(10):
+        reader, got, i = FrameReader(1 << 30), [], 0
+        while i < len(stream):
+            n = rng.choice([1, 2, 5, 100, 5000, 100000])
+            got += reader.feed(stream[i:i + n])
+            i += n
+        assert [h["i"] for h, _ in got] == list(range(40))
+        assert all([bytes(x) for x in b2] == [bytes(x) for x in b] for (_, b), (_, b2) in zip(msgs, got))
+        assert not reader.mid_frame
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\xff\xff\xff\xff" + b"x" * 10,  # a 4 GiB header
+    (5).to_bytes(4, "little") + b"nojsn",  # not JSON
+    (len(b'{"blobs":"no"}')).to_bytes(4, "little") + b'{"blobs":"no"}',  # bad blob sizes
+    (len(b'{"blobs":[-1]}')).to_bytes(4, "little") + b'{"blobs":[-1]}',
+])
+def test_malformed_frames_are_protocol_errors(garbage):
+    with pytest.raises(ProtocolError):
+        FrameReader(1 << 20).feed(garbage)
+
+
+def test_transfer_limit_is_enforced():
+    frame = _stream([({"type": "x"}, [b"\0" * 5000])])
+    with pytest.raises(ProtocolError):
+        FrameReader(1000).feed(frame)
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def _enc(t: torch.Tensor) -> tuple[dict, bytes]:
+    t = t.contiguous()
+    meta = {"kind": "tensor", "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape), "device": "cpu"}
+    return meta, t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _cmp(cand: torch.Tensor, ref: torch.Tensor, atol=1e-2, rtol=1e-2) -> dict:
+    (rm, rb), (cm, cb) = _enc(ref), _enc(cand)
+    return compare(rm, rb, cm, cb, atol, rtol)
+
+
+def test_compare_within_and_beyond_tolerance():
+    ref = torch.tensor([1.0, -2.0, 100.0])
+    assert _cmp(ref + torch.tensor([0.015, 0.0, 0.5]), ref)["ok"]  # 0.015 <= 0.01 + 0.01*1
+    r = _cmp(ref + torch.tensor([0.03, 0.0, 0.0]), ref)
+    assert not r["ok"] and r["reason"] == "mismatch" and r["max_abs"] == pytest.approx(0.03, rel=1e-3)
+
+
+def test_nan_never_passes_but_matching_nonfinite_does():
+    ref = torch.tensor([1.0, float("nan"), float("inf"), -float("inf")])
+    assert _cmp(ref.clone(), ref)["ok"]  # NaN where the reference has NaN, same infinities
+    bad = ref.clone()
+    bad[0] = float("nan")
+    assert _cmp(bad, ref)["reason"] == "nan_output"
+    bad = ref.clone()
+    bad[2] = -float("inf")
+    assert _cmp(bad, ref)["reason"] == "mismatch"
+    bad = ref.clone()
+    bad[1] = 0.0  # a finite value where the reference has NaN
+    assert _cmp(bad, ref)["reason"] == "mismatch"
+
+
+def test_shape_dtype_type_and_device_are_their_own_reasons():
+    ref = torch.zeros(4, 3)
+    assert _cmp(torch.zeros(3, 4), ref)["reason"] == "shape_mismatch"
+    assert _cmp(torch.zeros(4, 3, dtype=torch.float64), ref)["reason"] == "dtype_mismatch"
+    rm, rb = _enc(ref)
+    assert compare(rm, rb, {"kind": "other", "type": "NoneType"}, b"", 1e-2, 1e-2)["reason"] == "wrong_output_type"
+    cm, cb = _enc(ref)
+    assert compare(rm, rb, {**cm, "device": "cuda"}, cb, 1e-2, 1e-2)["reason"] == "device_mismatch"
+
+
+def test_integers_compare_exactly_and_bf16_decodes():
+    assert not _cmp(torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4]))["ok"]
+    x = torch.randn(100).to(torch.bfloat16)
+    meta, raw = _enc(x)
+    np.testing.assert_array_equal(decode(meta, raw), x.float().numpy())
+    assert _cmp(x, x)["ok"]
+
+
+def test_decode_rejects_sizes_that_do_not_add_up():
+    with pytest.raises(ValueError):
+        decode({"dtype": "float32", "shape": [10]}, b"\0" * 12)
+
+
+# --------------------------------------------------------------------------- reward
+
+
+def test_reward_ladder():
+    assert compute_reward("none") == compute_reward("extract") == compute_reward("static") == 0.0
+    assert compute_reward("compile") == 0.3
+    assert compute_reward("tiny") == 0.5
+    assert compute_reward("full") == 0.7
+    assert compute_reward("timing", speedup=1.0) == pytest.approx(0.85)
+    assert compute_reward("timing", speedup=2.0) == pytest.approx(1.0)
+    assert compute_reward("timing", speedup=50.0) == pytest.approx(1.0)
+    assert compute_reward("timing", speedup=0.5) == pytest.approx(0.775)
+    assert compute_reward("timing", ["cached_output"], speedup=3.0) == 0.0
+    assert compute_reward("full", ["input_mutated"]) == 0.0
+
+
+def test_partial_credit_scales_only_the_rungs_below_full():
+    assert compute_reward("compile", partial_credit=0.5) == pytest.approx(0.15)
+    assert compute_reward("tiny", partial_credit=0.0) == 0.0
+    assert compute_reward("full", partial_credit=0.0) == 0.7
+    custom = RewardLadder(compile=0.1, tiny=0.2, full=0.6, speed_weight=0.4, speed_target=4.0)
+    assert compute_reward("timing", speedup=2.0, ladder=custom) == pytest.approx(0.8)
+
+
+# --------------------------------------------------------------------------- timing statistics
+
+
+def test_trimmed_mean_ignores_outliers():
+    times = [1.0] * 18 + [100.0, 0.01]
+    s = summarize(times, 0.1)
+    assert s["trimmed_mean_ms"] == pytest.approx(1.0)
+    assert s["median_ms"] == 1.0 and s["max_ms"] == 100.0 and s["trials"] == 20 and s["trimmed_trials"] == 16
+
+
+def test_speedup_is_reference_over_candidate():
+    st = speedup_stats([2.0] * 10, [0.5] * 10, 0.1)
+    assert st["speedup"] == pytest.approx(4.0) and st["speedup_median"] == pytest.approx(4.0)
+    with pytest.raises(ValueError):
+        summarize([float("nan"), -1.0], 0.1)
+
+
+# --------------------------------------------------------------------------- size variations
+
+
+def test_tiny_plans_shrink_batch_first_then_all():
+    plans = tiny_plans(task_source("relu"))
+    assert plans[0][1] == {"batch_size": 2, "dim": 32}
+    assert plans[1][1] == {"batch_size": 2}
+
+
+def test_constructor_constants_never_enlarge_and_class_constants_never_move():
+    src = task_source("conv_bias_relu")
+    consts = size_constants(src)
+    assert "in_channels" in consts.init_names and "out_channels" in consts.init_names
+    assert larger_plan(src) == ("batch_size", 8)  # batch first; height/width also allowed
+    # a constant the reference reads inside the class is never resized
+    src2 = src.replace("return torch.relu(x + self.bias)", "return torch.relu(x + self.bias) * height / height")
+    assert "height" not in size_constants(src2).values
+
+
+def test_larger_plan_absent_when_only_constructor_constants_exist():
+    src = textwrap.dedent("""
+        import torch
+        import torch.nn as nn
+        class Model(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(n))
+            def forward(self, x):
+                return x * self.w
+        n = 64
+        def get_inputs():
+            return [torch.randn(n)]
+        def get_init_inputs():
+            return [n]
+    """)
+    assert larger_plan(src) is None
+    assert tiny_plans(src)[0][1] == {"n": 8}
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_roundtrip_and_key_sensitivity(tmp_path):
+    cache = VerdictCache(tmp_path)
+    settings = {"atol": 1e-2, "rtol": 1e-2, "num_variations": 5}
+    k = VerdictCache.key("task", "code", "strict", settings, "cpu")
+    assert k != VerdictCache.key("task", "code2", "strict", settings, "cpu")
+    assert k != VerdictCache.key("task", "code", "fusion", settings, "cpu")
+    assert k != VerdictCache.key("task", "code", "strict", {**settings, "atol": 1e-3}, "cpu")
+    assert k == VerdictCache.key("task", "code", "strict", {**settings, "timeout_s": 5}, "cpu")
+    assert cache.get(k) is None
+    cache.put(k, Verdict(task_id="t", stage="full", correct=True, reason="ok", reward=0.7))
+    assert cache.get(k).reward == 0.7
+    k2 = VerdictCache.key("task", "slow", "strict", settings, "cpu")
+    cache.put(k2, Verdict(stage="compile", reason="timeout"))
+    assert cache.get(k2) is None  # load-dependent verdicts are never stored
+    assert VERIFIER_VERSION
+
+
+# --------------------------------------------------------------------------- runtime-check building blocks
+
+
+def test_same_bits_is_nan_aware_and_strict():
+    a = torch.tensor([1.0, float("nan"), -0.0])
+    assert same_bits(a, a.clone())
+    assert not same_bits(a, torch.tensor([1.0, float("nan"), 0.0]))  # -0.0 vs 0.0 differ in bits
+    assert not same_bits(a, a.double())
+    assert same_bits(3, 3) and not same_bits(3, 4)
+
+
+def test_op_census_sees_compute_ops():
+    census = OpCensus()
+    x = torch.randn(4, 4)
+    with census:
+        y = torch.empty_like(x)
+        z = x @ x + 1
+    assert "aten.empty_like.default" in census.ops and "aten.mm.default" in census.ops
+    assert flatten_outputs((y, z)) == [y, z] and flatten_outputs(y) == [y]
+
+
+def _run_python(code: str, env: dict | None = None) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_host_allocator_perturbation_wipes_stale_results():
+    # Without it, torch.empty can hand back a block holding a freed result; with it, never.
+    out = _run_python("""
+        import torch
+        from tritonrl_lib.verify.runtime_checks import perturb_host_allocator
+        assert perturb_host_allocator()
+        for shape in [(2, 32), (16, 256), (300, 300)]:
+            r = torch.relu(torch.randn(shape)); del r
+            e = torch.empty(shape)
+            assert not (e == 0).any() and (e.view(torch.int32) == -16843010).all(), shape
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_launch_tracker_counts_interpreted_launches_and_their_origin(tmp_path):
+    kernel = (CASES / "candidates" / "relu_ok.py").read_text()
+    path = tmp_path / "tritonrl_candidate.py"
+    path.write_text(kernel)
+    out = _run_python(f"""
+        import json, torch
+        from tritonrl_lib.verify.runtime_checks import LaunchTracker, OpCensus
+        from tritonrl_lib.verify.variations import load_module_file
+        census = OpCensus()
+        tracker = LaunchTracker({str(path)!r}, census)
+        tracker.install()
+        mod = load_module_file({str(path)!r}, "tritonrl_candidate")
+        x = torch.randn(64)
+        tracker.begin()
+        with census:
+            mod.ModelNew()(x)
+        tracker.end()
+        outside = tracker.launches
+        mod.ModelNew()(x)  # not counted: the tracker is inactive
+        print(json.dumps({{"launches": outside, "after": tracker.launches, "kernels": dict(tracker.kernels),
+                          "ops": sorted(census.ops)}}))
+    """, env={"TRITON_INTERPRET": "1"})
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["launches"] == 1 and got["after"] == 1 and got["kernels"] == {"relu_kernel": 1}
+    # the interpreter's own tensor copies happen inside the launch, where the census is paused
+    assert got["ops"] == ["aten.empty_like.default"]
+
+
+def test_proc_table_sees_this_process():
+    me = proc_table().get(os.getpid())
+    assert me is not None and me.rss_bytes > 0 and not math.isnan(me.rss_bytes)
+
+
+# --------------------------------------------------------------------------- the judge (trusted side)
+
+
+def _judge(**settings_over):
+    import dataclasses
+
+    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.verify.judge import Judge
+
+    settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": True, **settings_over}
+    return Judge({"task_id": "t", "settings": settings, "policy": "strict"})
+
+
+def _send(judge, header: dict, tensors=()):
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    metas, blobs = encode_outputs(list(tensors))
+    if tensors:
+        header = {**header, "outputs": metas}
+    return judge.on_message(header, [bytearray(b) for b in blobs])
+
+
+def _cand(name: str, out, **facts):
+    header = {"type": "cand", "name": name, "launches": 1, "kernels": {"k": 1}, "foreign": {},
+              "ops": {"aten.empty_like.default": 1}, "inputs_unchanged": True, **facts}
+    return header, [out]
+
+
+def _outcome(status: int | None = 0, leftover: int = 0, kill: str | None = None):
+    from tritonrl_lib.verify.sandbox import SandboxOutcome
+
+    return SandboxOutcome(exit_status=status, kill_reason=kill, leftover_processes=leftover, log_tail="",
+                          peak_rss_mb=0.0)
+
+
+def _through_full(j, tiny, full):
+    assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
+    assert _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [full]) is None
+    assert _send(j, {"type": "ref_done"}) is None
+    assert _send(j, {"type": "stage", "stage": "compile"}) is None
+    assert _send(j, *_cand("tiny", tiny.clone())) is None
+    assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
+    assert _send(j, *_cand("original", full.clone())) is None
+    assert _send(j, {"type": "gate", "stage": "full"}) == "go"
+
+
+def test_judge_timing_reward_and_review():
+    j = _judge(speedup_review=3.0)
+    _through_full(j, torch.randn(4), torch.randn(64))
+    assert _send(j, {"type": "timing", "ref_ms": [2.0] * 50, "cand_ms": [0.5] * 50, "device_name": "H100"}) is None
+    assert _send(j, {"type": "done"}) is None
+    v = Verdict.from_dict(j.finalize(_outcome()))
+    assert (v.stage, v.correct, v.reason) == ("timing", True, "ok")
+    assert v.speedup == pytest.approx(4.0) and v.reward == pytest.approx(1.0)
+    assert v.ref_time_ms == pytest.approx(2.0) and v.timing["candidate"]["median_ms"] == pytest.approx(0.5)
+    assert v.review and any("review" in n for n in v.notes)
+
+
+def test_judge_timing_failure_keeps_correctness():
+    j = _judge()
+    _through_full(j, torch.randn(4), torch.randn(64))
+    assert _send(j, {"type": "error", "stage": "timing", "reason": "cuda_error", "error": "boom"}) == "stop"
+    v = Verdict.from_dict(j.finalize(_outcome(status=0)))
+    assert (v.stage, v.correct, v.reason, v.reward) == ("full", True, "timing_failed:cuda_error", 0.7)
+
+
+def test_judge_refuses_references_after_the_candidate_was_imported():
+    j = _judge()
+    _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [torch.ones(3)])
+    _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [torch.ones(3)])
+    _send(j, {"type": "ref_done"})
+    assert _send(j, {"type": "ref", "name": "seed", "stage": "full", "inputs": "x"}, [torch.ones(3)]) == "stop"
+    assert Verdict.from_dict(j.finalize(_outcome())).reason == "protocol_error"
+
+
+def test_judge_flags_forbidden_ops_foreign_kernels_and_crashes():
+    j = _judge()
+    _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [torch.ones(3)])
+    _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [torch.ones(3)])
+    _send(j, {"type": "ref_done"})
+    _send(j, {"type": "stage", "stage": "compile"})
+    header, outs = _cand("tiny", torch.ones(3), ops={"aten.mm.default": 2}, foreign={"lib.<lambda>": 1})
+    assert _send(j, header, outs) == "stop"
+    v = Verdict.from_dict(j.finalize(_outcome(kill="judged")))
+    assert v.reward == 0.0 and not v.correct and v.stage == "compile"
+    assert "pytorch_compute:aten.mm.default" in v.cheat_flags and "foreign_kernel:lib._lambda_" in v.cheat_flags
+
+    crashed = _judge()
+    _send(crashed, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [torch.ones(3)])
+    _send(crashed, {"type": "ref_done"})
+    v = Verdict.from_dict(crashed.finalize(_outcome(status=11)))  # waitpid status of a SIGSEGV death
+    assert (v.reason, v.stage) == ("crash_signal:SIGSEGV", "static")
+
+
+def test_judge_leftover_processes_make_a_correct_candidate_fail():
+    j = _judge(timing_enabled=False)
+    _through_full(j, torch.randn(4), torch.randn(64))
+    _send(j, {"type": "done"})
+    v = Verdict.from_dict(j.finalize(_outcome(leftover=3)))
+    assert (v.reason, v.correct, v.reward) == ("fork_flood", False, 0.0) and "fork_flood" in v.cheat_flags
+    clean = _judge(timing_enabled=False, timing_note="timing skipped: no GPU")
+    _through_full(clean, torch.randn(4), torch.randn(64))
+    _send(clean, {"type": "done"})
+    v = Verdict.from_dict(clean.finalize(_outcome()))
+    assert (v.stage, v.reason, v.reward) == ("full", "ok", 0.7) and "timing skipped: no GPU" in v.notes

@@ -1,0 +1,37 @@
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, tl.where(x > 0, x, 0.0), mask=mask)
+
+
+def relu(x, out=None):
+    x = x.contiguous()
+    out = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    relu_kernel[(triton.cdiv(n, 1024),)](x, out, n, BLOCK_SIZE=1024)
+    return out
+
+
+@triton.jit
+def wild_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.arange(0, BLOCK_SIZE)
+    far = x_ptr + offsets + (1 << 40)  # a terabyte past the input: unmapped memory
+    tl.store(out_ptr + offsets, tl.load(far), mask=offsets < n_elements)
+
+
+class ModelNew(nn.Module):
+    """Reads far out of bounds: the process dies with SIGSEGV (the interpreter reads host memory)."""
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        wild_kernel[(1,)](x, out, x.numel(), BLOCK_SIZE=64)
+        return out

@@ -1,0 +1,72 @@
+"""An on-disk cache of verdicts, so re-verifying the same solution (the data generator checks ~1000)
+costs a file read.
+
+Key: sha256 of the task source, the candidate's code, the resolved policy, the settings that change
+a verdict, the device it ran on and VERIFIER_VERSION (bump it whenever a change to the verifier
+could change a verdict). Verdicts that depend on the machine's load or health (timeouts, memory
+limits, lost workers) are never stored. Location: $TRITONRL_CACHE/verdicts, else
+~/.cache/tritonrl/verdicts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .verdict import Verdict
+
+VERIFIER_VERSION = "1"
+
+# settings that can change a verdict (timeout and memory limit only decide verdicts never stored)
+KEY_SETTINGS = ("atol", "rtol", "half_atol", "half_rtol", "num_variations", "timing_enabled", "timing_warmup",
+                "timing_trials", "timing_trim", "partial_credit", "speedup_review")
+UNCACHED_REASONS = ("timeout", "memory_limit", "out_of_memory", "worker_lost", "internal_error", "pool_gone",
+                    "crash_signal:SIGKILL", "timing_failed")
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("TRITONRL_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "tritonrl"
+
+
+class VerdictCache:
+    def __init__(self, root: str | os.PathLike | None = None):
+        self.dir = Path(root) if root is not None else default_cache_dir() / "verdicts"
+
+    @staticmethod
+    def key(task_source: str, code: str, policy: str, settings: dict[str, Any], device: str) -> str:
+        payload = {
+            "version": VERIFIER_VERSION,
+            "task": task_source,
+            "code": code,
+            "policy": policy,
+            "device": device,
+            "settings": {k: settings.get(k) for k in KEY_SETTINGS},
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.dir / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> Verdict | None:
+        try:
+            return Verdict.from_dict(json.loads(self._path(key).read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        if any(verdict.reason == r or verdict.reason.startswith(r + ":") for r in UNCACHED_REASONS):
+            return
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(verdict.to_json())
+            os.replace(tmp, path)  # atomic: concurrent writers never leave half a file
+        except OSError:
+            pass

@@ -1,0 +1,447 @@
+"""The trusted side of a verification: turns what a candidate's process sent into a Verdict.
+
+The worker feeds every framed message of the child to a `Judge`. Reference outputs are accepted
+only before `ref_done` (the candidate is imported after it), so the candidate cannot have touched
+them. Candidate outputs are compared here, with numpy on raw bytes (never unpickled), chunk by
+chunk: dtype, shape, NaN rules, allclose with tolerances by dtype. The facts the child measured
+(Triton launches, the aten-op census, inputs unchanged) are judged here against the policy. The
+first failure stops the child at once; a stage gate is answered "go" only when every output of
+that stage was right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from .reward import compute_reward
+from .sandbox import Limits, SandboxOutcome, run_sandboxed
+from .timing import speedup_stats
+from .verdict import Verdict, stage_index
+
+_CHUNK = 1 << 22
+_HALF = ("float16", "bfloat16")
+_EXACT = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+_NP = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "bfloat16": "<u2", "int8": "i1", "int16": "<i2",
+       "int32": "<i4", "int64": "<i8", "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
+       "bool": "?", "complex64": "<f4", "complex128": "<f8"}
+_REASON = re.compile(r"^[a-z_]{1,40}(:[A-Za-z0-9_.:\-]{1,160})?$")
+_CHILD_REASONS = {"compile_error", "runtime_error", "exit_called", "out_of_memory", "cuda_error"}
+MAX_FLAGS_LISTED = 8
+
+
+class BadOutput(ValueError):
+    pass
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def decode(meta: dict[str, Any], blob: bytes | bytearray) -> np.ndarray:
+    """Raw bytes + {dtype, shape} -> a flat numpy array (bf16 widened to float32, complex as pairs)."""
+    dtype = meta.get("dtype")
+    shape = meta.get("shape")
+    if dtype not in _NP or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise BadOutput(f"unsupported output description {str(meta)[:200]}")
+    arr = np.frombuffer(blob, dtype=np.dtype(_NP[dtype]))
+    n = int(np.prod(shape, dtype=np.int64)) * (2 if dtype.startswith("complex") else 1)
+    if arr.size != n:
+        raise BadOutput(f"output of shape {shape} sent with {len(blob)} bytes")
+    if dtype == "bfloat16":
+        arr = (arr.astype(np.uint32) << 16).view(np.float32)
+    return arr
+
+
+def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, atol: float,
+            rtol: float) -> dict[str, Any]:
+    """allclose(candidate, reference) with the verifier's rules; returns ok, reason, max_abs, max_rel."""
+    out: dict[str, Any] = {"shape": cand_meta.get("shape"), "dtype": cand_meta.get("dtype")}
+    if cand_meta.get("kind") != "tensor":
+        return {**out, "ok": False, "reason": "wrong_output_type",
+                "detail": f"forward returned a {cand_meta.get('type', '?')}, expected a tensor"}
+    devices = (cand_meta.get("device"), ref_meta.get("device"))
+    if devices[0] != devices[1] and "any" not in devices:  # "any": a Python number, on no device
+        return {**out, "ok": False, "reason": "device_mismatch",
+                "detail": f"output on {cand_meta.get('device')}, the reference's on {ref_meta.get('device')}"}
+    if cand_meta.get("dtype") != ref_meta.get("dtype"):
+        return {**out, "ok": False, "reason": "dtype_mismatch",
+                "detail": f"output dtype {cand_meta.get('dtype')}, expected {ref_meta.get('dtype')}"}
+    if cand_meta.get("shape") != ref_meta.get("shape"):
+        return {**out, "ok": False, "reason": "shape_mismatch",
+                "detail": f"output shape {cand_meta.get('shape')}, expected {ref_meta.get('shape')}"}
+    ref, cand = decode(ref_meta, ref_blob), decode(cand_meta, cand_blob)
+    exact = ref_meta["dtype"] in _EXACT
+    # float32 arithmetic is exact enough for tolerances of 1e-2..1e-5 and halves the memory traffic
+    work = np.float64 if ref_meta["dtype"] in ("float64", "complex128") else np.float32
+    floor = max(atol, 1e-12)  # max_rel is relative to the reference, floored at atol so zeros do not explode
+    n_bad = n_nan = n_nonfinite_bad = 0
+    max_abs = max_rel = 0.0
+    for i in range(0, ref.size, _CHUNK):
+        b, a = ref[i:i + _CHUNK], cand[i:i + _CHUNK]
+        if exact:
+            wrong = a != b
+            if wrong.any():
+                n_bad += int(np.count_nonzero(wrong))
+                max_abs = max(max_abs, float(np.abs(a[wrong].astype(np.float64) - b[wrong].astype(np.float64)).max()))
+            continue
+        b, a = b.astype(work, copy=False), a.astype(work, copy=False)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(a - b)
+            mag = np.abs(b)
+            close = diff <= atol + rtol * mag
+            if close.all():  # the common case: every value finite and within tolerance
+                if diff.size:
+                    max_abs = max(max_abs, float(diff.max()))
+                    max_rel = max(max_rel, float((diff / np.maximum(mag, floor)).max()))
+                continue
+            fin = np.isfinite(b)
+            if not fin.all():  # where the reference is inf/NaN the candidate must hold the same
+                an, bn = a[~fin], b[~fin]
+                n_nonfinite_bad += int(np.count_nonzero(~((np.isnan(an) & np.isnan(bn)) | (an == bn))))
+                a, b, diff, mag, close = a[fin], b[fin], diff[fin], mag[fin], close[fin]
+            n_nan += int(np.count_nonzero(np.isnan(a)))
+            n_bad += int(np.count_nonzero(~close))
+            measurable = np.isfinite(diff)
+            if measurable.any():
+                d = diff[measurable]
+                max_abs = max(max_abs, float(d.max()))
+                max_rel = max(max_rel, float((d / np.maximum(mag[measurable], floor)).max()))
+    out.update(max_abs=max_abs, max_rel=max_rel)
+    total = max(1, ref.size // (2 if ref_meta["dtype"].startswith("complex") else 1))
+    if n_nan:
+        return {**out, "ok": False, "reason": "nan_output",
+                "detail": f"{n_nan} NaN values where the reference is finite"}
+    if n_bad or n_nonfinite_bad:
+        what = f"{n_bad + n_nonfinite_bad} of {total} values differ"
+        if n_nonfinite_bad:
+            what += f" ({n_nonfinite_bad} where the reference is inf/NaN)"
+        return {**out, "ok": False, "reason": "mismatch",
+                "detail": f"{what} beyond atol={atol:g}, rtol={rtol:g}" if not exact else f"{what} (exact dtype)"}
+    return {**out, "ok": True}
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+class Judge:
+    def __init__(self, job: dict[str, Any]):
+        self.job = job
+        self.s = job["settings"]
+        self.policy = job["policy"]
+        self.started = time.monotonic()
+        self.refs: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.cand_digests: dict[str, str] = {}
+        self.ref_done = False
+        self.passed = "static"  # the pool ran extract and static before sending the job
+        self.flags: list[str] = []
+        self.notes: list[str] = []
+        self.failure: tuple[str, str] | None = None  # (reason, error)
+        self.failure_stage: str | None = None
+        self.timing: dict[str, Any] | None = None
+        self.done = False
+
+    # ---------------------------------------------------------------- messages
+
+    def on_message(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        kind = header.get("type")
+        try:
+            if kind == "note":
+                if len(self.notes) < 50:
+                    self.notes.append(str(header.get("text", ""))[:300])
+                return None
+            if kind == "ref":
+                return self._ref(header, blobs)
+            if kind == "ref_error":
+                return self._fail("reference_error",
+                                  "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
+            if kind == "ref_done":
+                self.ref_done = True
+                if "original" not in self.refs:
+                    return self._fail("reference_error", "no reference outputs for the original inputs")
+                return None
+            if not self.ref_done:
+                return self._fail("protocol_error", f"message {kind!r} before the reference was done")
+            if kind == "stage" and header.get("stage") == "compile" and self.passed == "static":
+                self.passed = "compile"
+                return None
+            if kind == "cand":
+                return self._cand(header, blobs)
+            if kind == "gate":
+                return self._gate(str(header.get("stage")))
+            if kind == "error":
+                return self._child_error(header)
+            if kind == "timing":
+                return self._timing(header)
+            if kind == "done":
+                self.done = True
+                return None
+            if kind == "internal_error":
+                return self._fail("internal_error", str(header.get("error", ""))[-3000:])
+            return self._fail("protocol_error", f"unexpected message {str(kind)[:40]!r}")
+        except BadOutput as e:
+            return self._fail("protocol_error", str(e))
+
+    def _fail(self, reason: str, error: str, stage: str | None = None) -> str:
+        if self.failure is None:
+            self.failure = (reason, error)
+            self.failure_stage = stage
+        return "stop"
+
+    def _flag(self, flag: str, error: str) -> str:
+        flag = re.sub(r"[^A-Za-z0-9_.:\-]", "_", flag)[:120]  # kernel and op names end up in reasons
+        if flag not in self.flags:
+            self.flags.append(flag)
+        return self._fail(f"cheat:{flag}", error)
+
+    def _ref(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        if self.ref_done:
+            return self._fail("protocol_error", "reference outputs sent after the candidate was imported")
+        name, stage = str(header.get("name")), header.get("stage")
+        metas = header.get("outputs")
+        if stage not in ("tiny", "full") or not isinstance(metas, list) or name in self.refs:
+            return self._fail("internal_error", f"malformed reference message for {name}")
+        tensors = [m for m in metas if isinstance(m, dict) and m.get("kind") == "tensor"]
+        if len(tensors) != len(metas) or len(blobs) != len(metas):
+            return self._fail("reference_error", f"the reference's outputs for {name} are not all tensors")
+        for m, b in zip(metas, blobs):
+            decode(m, b)  # validates sizes
+        self.refs[name] = {"stage": stage, "metas": metas, "blobs": blobs,
+                           "inputs": str(header.get("inputs", ""))[:300], "digest": _digest(blobs)}
+        return None
+
+    def _tolerance(self, dtype: str) -> tuple[float, float]:
+        if dtype in _HALF:
+            return float(self.s["half_atol"]), float(self.s["half_rtol"])
+        return float(self.s["atol"]), float(self.s["rtol"])
+
+    def _cand(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        name = str(header.get("name"))
+        ref = self.refs.get(name)
+        if ref is None or name in self.results or self.passed == "static":
+            return self._fail("protocol_error", f"unexpected candidate outputs for {name[:40]!r}")
+        stage = ref["stage"]
+        entry: dict[str, Any] = {"name": name, "stage": stage, "inputs": ref["inputs"]}
+        self.results[name] = entry
+
+        # facts measured during forward, judged against the policy
+        launches = header.get("launches")
+        foreign = header.get("foreign") or {}
+        ops = header.get("ops") or {}
+        if not isinstance(launches, int) or not isinstance(foreign, dict) or not isinstance(ops, dict):
+            return self._fail("protocol_error", "malformed candidate message")
+        entry["launches"] = launches
+        entry["kernels"] = {str(k)[:80]: v for k, v in list((header.get("kernels") or {}).items())[:20]}
+        for kernel in list(foreign)[:MAX_FLAGS_LISTED]:
+            self._flag(f"foreign_kernel:{str(kernel)[:80]}", f"forward launched Triton kernel {kernel}, which is not "
+                       "defined in the solution's module")
+        if launches <= 0 and not foreign:
+            self._flag("no_triton_launch", f"forward launched no Triton kernel on the {name} inputs")
+        from .policy import runtime_op_allowed
+
+        forbidden = sorted(str(op) for op in ops if not runtime_op_allowed(self.policy, str(op)))
+        for op in forbidden[:MAX_FLAGS_LISTED]:
+            self._flag(f"pytorch_compute:{op[:80]}", f"forward ran PyTorch op {op} ({ops[op]}x), which the "
+                       f"{self.policy!r} policy leaves to Triton; ops seen: {', '.join(sorted(map(str, ops)))[:600]}")
+        if header.get("inputs_unchanged") is not True:
+            self._flag("input_mutated", f"forward changed its inputs in place on the {name} inputs")
+
+        metas = header.get("outputs")
+        if not isinstance(metas, list):
+            return self._fail("protocol_error", "malformed candidate outputs")
+        n_tensors = sum(1 for m in metas if isinstance(m, dict) and m.get("kind") == "tensor")
+        if n_tensors != len(blobs):
+            return self._fail("protocol_error", "candidate outputs and data do not match")
+        digest = _digest(blobs)
+        cached_from = [other for other, d in self.cand_digests.items()
+                       if d == digest and self.refs[other]["digest"] != ref["digest"]]
+        self.cand_digests[name] = digest
+        if cached_from:
+            self._flag("cached_output", f"forward returned bit-identical outputs for the {name} and {cached_from[0]} "
+                       "inputs, whose reference outputs differ")
+        if self.flags:
+            entry["ok"] = False
+            return "stop"
+
+        if len(metas) != len(ref["metas"]):
+            entry.update(ok=False, reason="shape_mismatch")
+            return self._fail("shape_mismatch", f"{name}: forward returned {len(metas)} outputs, the reference "
+                              f"{len(ref['metas'])}", stage)
+        blob_iter = iter(blobs)
+        results = []
+        for i, (rm, rb, cm) in enumerate(zip(ref["metas"], ref["blobs"], metas)):
+            cb = next(blob_iter) if isinstance(cm, dict) and cm.get("kind") == "tensor" else b""
+            atol, rtol = self._tolerance(rm["dtype"])
+            r = compare(rm, rb, cm if isinstance(cm, dict) else {}, cb, atol, rtol)
+            r["output"] = i
+            results.append(r)
+        entry["max_abs"] = max((r.get("max_abs", 0.0) for r in results), default=0.0)
+        entry["max_rel"] = max((r.get("max_rel", 0.0) for r in results), default=0.0)
+        entry["shape"] = results[0].get("shape") if len(results) == 1 else [r.get("shape") for r in results]
+        entry["dtype"] = results[0].get("dtype") if len(results) == 1 else [r.get("dtype") for r in results]
+        bad = next((r for r in results if not r["ok"]), None)
+        entry["ok"] = bad is None
+        if bad is None:
+            return None
+        reason = bad["reason"]
+        entry["reason"] = reason
+        entry["detail"] = bad["detail"]
+        where = f"{name} inputs ({ref['inputs']})" + (f", output {bad['output']}" if len(results) > 1 else "")
+        if reason == "mismatch":
+            reason = f"mismatch:{name}"
+        return self._fail(reason, f"{bad['detail']} on the {where}", stage)
+
+    def _gate(self, stage: str) -> str:
+        expected = [n for n, r in self.refs.items() if r["stage"] == stage]
+        if stage not in ("tiny", "full") or not expected:
+            return self._fail("protocol_error", f"gate for unknown stage {stage[:20]!r}")
+        missing = [n for n in expected if not self.results.get(n, {}).get("ok")]
+        if missing or self.failure or self.flags:
+            return self._fail("protocol_error", f"stage {stage} ended without outputs for {', '.join(missing)}")
+        if stage_index(self.passed) != stage_index(stage) - 1:
+            return self._fail("protocol_error", f"stage {stage} out of order")
+        self.passed = stage
+        return "go"
+
+    def _child_error(self, header: dict[str, Any]) -> str:
+        reason = str(header.get("reason", "runtime_error"))
+        if reason not in _CHILD_REASONS:
+            reason = "runtime_error"
+        stage = str(header.get("stage", ""))
+        if reason == "compile_error" and stage == "tiny" and self.passed == "compile":
+            # a Triton kernel that fails to compile at its first launch did not pass "compile"
+            self.passed = "static"
+        error = str(header.get("error", ""))[-3000:]
+        variation = header.get("variation")
+        if variation:
+            error = f"on the {str(variation)[:40]} inputs:\n{error}"
+        return self._fail(reason, error, stage)
+
+    def _timing(self, header: dict[str, Any]) -> str | None:
+        if self.passed != "full":
+            return self._fail("protocol_error", "timing before the full stage passed")
+        try:
+            stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []),
+                                  float(self.s.get("timing_trim", 0.1)))
+        except (TypeError, ValueError) as e:
+            self.notes.append(f"timing failed: {e}")
+            return None
+        stats["device"] = str(header.get("device_name", ""))[:100]
+        stats["warmup"] = int(self.s.get("timing_warmup", 10))
+        self.timing = stats
+        self.passed = "timing"
+        return None
+
+    # ---------------------------------------------------------------- the verdict
+
+    def finalize(self, outcome: SandboxOutcome) -> dict[str, Any]:
+        v = Verdict(task_id=self.job.get("task_id", ""), notes=list(self.notes))
+        error = ""
+        if self.failure is not None:
+            reason, error = self.failure
+        elif outcome.kill_reason and outcome.kill_reason != "judged":
+            reason, error = outcome.kill_reason, outcome.detail
+        elif not self.done:
+            reason, error = _exit_reason(outcome.exit_status)
+        elif outcome.leftover_processes:
+            reason = "fork_flood"
+            error = f"{outcome.leftover_processes} processes were still alive after the candidate's process exited"
+        elif stage_index(self.passed) < stage_index("full"):
+            reason, error = "protocol_error", "the candidate's process finished without passing every stage"
+        else:
+            reason = "ok"
+        if reason == "fork_flood" and "fork_flood" not in self.flags:
+            self.flags.append("fork_flood")  # processes of its own: never a correct solution
+        if outcome.leftover_processes and reason != "fork_flood":
+            v.notes.append(f"{outcome.leftover_processes} leftover processes killed")
+        if reason in ("memory_limit", "out_of_memory") and outcome.peak_rss_mb:
+            v.notes.append(f"peak resident memory {outcome.peak_rss_mb:.0f} MiB")
+        if reason not in ("ok",) and outcome.log_tail.strip() and reason not in ("cheat:no_triton_launch",):
+            tail = outcome.log_tail.strip()[-1500:]
+            if tail and tail not in error:
+                error = (error + "\n--- candidate output (tail) ---\n" + tail).strip()
+
+        v.cheat_flags = list(self.flags)
+        v.stage = self.passed
+        if stage_index(self.passed) >= stage_index("full") and not self.flags:
+            v.correct = True
+            if reason != "ok":  # failed while timing: still correct, but no speed number
+                reason = f"timing_failed:{reason}"
+        v.reason = reason if _REASON.match(reason) else "runtime_error"
+        v.error = error[-4000:]
+        v.errors = [self.results[n] for n in self.refs if n in self.results]
+        if self.timing is not None and not self.flags:
+            v.timing = self.timing
+            v.ref_time_ms = self.timing["reference"]["trimmed_mean_ms"]
+            v.kernel_time_ms = self.timing["candidate"]["trimmed_mean_ms"]
+            v.speedup = self.timing["speedup"]
+            review = float(self.s.get("speedup_review", 10.0))
+            if v.speedup > review:
+                v.review = True
+                v.notes.append(f"speedup {v.speedup:.1f}x is above the review threshold of {review:g}x: "
+                               "check the kernel by hand")
+        elif v.correct and not self.s.get("timing_enabled"):
+            v.notes.append(self.s.get("timing_note") or "timing skipped")
+        v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.s.get("partial_credit", 1.0)))
+        v.duration_s = round(time.monotonic() - self.started, 3)
+        return v.to_dict()
+
+
+def _digest(blobs: list[bytearray]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for b in blobs:
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+def _exit_reason(status: int | None) -> tuple[str, str]:
+    if status is None:
+        return "process_exit", "the candidate's process vanished"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"SIG{sig}"
+        return f"crash_signal:{name}", f"the candidate's process was killed by {name}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return "process_exit", f"the candidate's process exited (code {code}) without a result"
+
+
+# --------------------------------------------------------------------------- one job, in the worker
+
+
+def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, Any]:
+    """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict."""
+    from .stages import child_main
+
+    workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
+    judge = Judge(job)
+    s = job["settings"]
+    limits = Limits(timeout_s=float(s["timeout_s"]), memory_limit_mb=int(s["memory_limit_mb"]),
+                    cap_address_space=job["device"] == "cpu",
+                    max_transfer_bytes=max(1 << 30, 4 * (int(s["memory_limit_mb"]) << 20)))
+
+    def started(pid: int) -> None:
+        if conn is not None:
+            try:
+                conn.send({"type": "started", "child": pid})
+            except (OSError, ValueError):
+                pass
+
+    try:
+        outcome = run_sandboxed(lambda ch: child_main(job, ch), judge.on_message, limits, workdir,
+                                watch_fd=conn.fileno() if conn is not None else None, on_start=started)
+        return judge.finalize(outcome)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+

@@ -1,0 +1,401 @@
+"""VerifierPool: persistent worker processes that verify many candidates, surviving any of them.
+
+    with VerifierPool(cfg.verify) as pool:
+        verdicts = pool.map(tasks, completions)      # order preserved, progress bar
+
+Extraction and the static (AST) check run here, in the caller's process: they execute nothing and
+reject most bad candidates for the price of a parse. The rest go to workers
+(`python -m tritonrl_lib.verify.sandbox`): one per visible GPU, or `workers` on the CPU (0 =
+min(4, cores)), where kernels run under Triton's interpreter. Each worker forks a fresh child per
+candidate; if a worker itself dies, its job gets a `worker_lost` verdict, whatever the child left
+is killed, and a new worker takes its place.
+
+Workers start lazily (only as many as there are jobs) and live until `close()`. Verdicts can be
+cached on disk (`cache=True` or a folder; off by default, see cache.py). Calls to `map` from
+several threads take turns.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from ..config import RunConfig, VerifyConfig, gpu_available
+from ..tasks.task import Task
+from .cache import VerdictCache
+from .sandbox import kill_tree
+from .verdict import Verdict
+
+STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
+RESULT_GRACE_S = 60.0  # beyond the candidate timeout, before a silent worker is declared lost
+MAX_START_FAILURES = 3
+
+
+class VerifierError(RuntimeError):
+    """The verifier itself cannot run (a worker cannot start); never raised for a bad candidate."""
+
+
+def as_verify_config(config: VerifyConfig | RunConfig | dict | None) -> VerifyConfig:
+    if config is None:
+        return VerifyConfig()
+    if isinstance(config, RunConfig):
+        return config.verify
+    if isinstance(config, VerifyConfig):
+        return config
+    if isinstance(config, dict):
+        return dataclasses.replace(VerifyConfig(), **config)
+    raise TypeError(f"expected a VerifyConfig or RunConfig, got {type(config).__name__}")
+
+
+def as_task(task: Task | str, level: int = 1) -> Task:
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, str):
+        return Task(id="<source>", level=level, name="task", source=task)
+    raise TypeError(f"expected a Task or a KernelBench source string, got {type(task).__name__}")
+
+
+def visible_gpus() -> list[str]:
+    """Device ids to give one worker each (honours the caller's CUDA_VISIBLE_DEVICES)."""
+    if not gpu_available():
+        return []
+    import torch
+
+    n = torch.cuda.device_count()
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None and env.strip():
+        ids = [x.strip() for x in env.split(",") if x.strip()]
+        return ids[:n] if n else ids
+    return [str(i) for i in range(n)]
+
+
+@dataclasses.dataclass
+class _Worker:
+    slot: int
+    proc: subprocess.Popen
+    conn: Connection
+    ready: bool = False
+    job_index: int | None = None
+    job_started: float = 0.0
+    child_pid: int | None = None
+    base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
+    started_at: float = dataclasses.field(default_factory=time.monotonic)
+
+
+class VerifierPool:
+    def __init__(self, config: VerifyConfig | RunConfig | None = None, workers: int | None = None,
+                 device: str = "auto", cache: bool | str | os.PathLike | None = None, progress: bool = True):
+        self.config = as_verify_config(config)
+        gpus = visible_gpus() if device in ("auto", "cuda") else []
+        if device == "cuda" and not gpus:
+            raise VerifierError("device='cuda' but no GPU is visible; use device='auto' or 'cpu'")
+        self.device = "cuda" if gpus else "cpu"
+        if self.device == "cuda":
+            n = workers or len(gpus)
+            self._gpu_ids = [gpus[i % len(gpus)] for i in range(n)]
+        else:
+            n = workers or self.config.workers or min(4, os.cpu_count() or 1)
+            self._gpu_ids = []
+        self.size = max(1, int(n))
+        self._threads = max(1, (os.cpu_count() or 1) // self.size)
+        self._slots: list[_Worker | None] = [None] * self.size
+        self._start_failures = 0
+        self.progress = progress
+        if cache is None:
+            cache = self.config.verify_cache
+        if cache is True:
+            self.cache: VerdictCache | None = VerdictCache()
+        elif cache:
+            self.cache = VerdictCache(cache)
+        else:
+            self.cache = None
+        self._closed = False
+        self.restarts = 0
+        self.python = sys.executable  # the interpreter workers run in
+        self._lock = threading.Lock()  # one map at a time (callers on several threads take turns)
+
+    # ---------------------------------------------------------------- public
+
+    def verify(self, task: Task | str, completion: str, *, config: VerifyConfig | None = None,
+               static: bool = True) -> Verdict:
+        return self.map([task], [completion], config=config, static=static, progress=False)[0]
+
+    def map(self, tasks: Task | str | Sequence[Task | str], completions: Sequence[str], *,
+            config: VerifyConfig | RunConfig | None = None, static: bool = True, progress: bool | None = None,
+            desc: str = "verify") -> list[Verdict]:
+        """One Verdict per completion, in order. `tasks` is one task for all, or one per completion.
+
+        `static=False` skips the static check (only to test the runtime layer on its own)."""
+        with self._lock:
+            return self._map(tasks, completions, config, static, progress, desc)
+
+    def _map(self, tasks, completions, config, static: bool, progress: bool | None, desc: str) -> list[Verdict]:
+        if self._closed:
+            raise VerifierError("this VerifierPool is closed")
+        completions = list(completions)
+        if isinstance(tasks, (Task, str)):
+            task_list = [as_task(tasks)] * len(completions)
+        else:
+            task_list = [as_task(t) for t in tasks]
+        if len(task_list) != len(completions):
+            raise ValueError(f"{len(task_list)} tasks for {len(completions)} completions: "
+                             "pass one task, or one per completion")
+        cfg = as_verify_config(config) if config is not None else self.config
+
+        results: list[Verdict | None] = [None] * len(completions)
+        jobs: collections.deque[tuple[int, dict[str, Any], str | None]] = collections.deque()
+        for i, (task, completion) in enumerate(zip(task_list, completions)):
+            verdict, job = self._prepare(task, completion, cfg, static)
+            if verdict is not None:
+                results[i] = verdict
+                continue
+            key = None
+            if self.cache is not None:
+                key = VerdictCache.key(task.source, job["code"], job["policy"], job["settings"], self._device_desc())
+                hit = self.cache.get(key)
+                if hit is not None:
+                    hit.notes = [*hit.notes, "verdict from cache"]
+                    results[i] = hit
+                    continue
+            jobs.append((i, job, key))
+
+        show = self.progress if progress is None else progress
+        bar = None
+        if show and len(completions) > 1:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(completions), desc=desc, unit="cand", leave=False)
+            bar.update(sum(r is not None for r in results))
+        keys = {i: key for i, _, key in jobs}
+        try:
+            for i, verdict in self._run(jobs):
+                results[i] = verdict
+                if self.cache is not None and keys.get(i):
+                    self.cache.put(keys[i], verdict)
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            # interrupted (Ctrl-C, an error in a callback): workers still busy with this batch would
+            # answer into the next one, so they go, with whatever they were running
+            for w in self._slots:
+                if w is not None and w.job_index is not None:
+                    self._stop_worker(w, graceful=False)
+                    self._slots[w.slot] = None
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        return [r if r is not None else Verdict(reason="internal_error", error="no verdict") for r in results]
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        workers = [w for w in self._slots if w is not None]
+        self._slots = [None] * self.size
+        for w in workers:  # ask every idle worker to stop first, so they wind down in parallel
+            if w.job_index is None and w.proc.poll() is None:
+                try:
+                    w.conn.send({"type": "stop"})
+                except (OSError, ValueError):
+                    pass
+        for w in workers:
+            self._stop_worker(w, graceful=w.job_index is None)
+
+    def __enter__(self) -> "VerifierPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # ---------------------------------------------------------------- preparing a job
+
+    def _device_desc(self) -> str:
+        """What the verdicts depend on (timings): the GPU's model, read without touching CUDA here."""
+        if self.device != "cuda":
+            return "cpu"
+        names = set()
+        for info in Path("/proc/driver/nvidia/gpus").glob("*/information"):
+            try:
+                for line in info.read_text().splitlines():
+                    if line.startswith("Model:"):
+                        names.add(line.split(":", 1)[1].strip())
+            except OSError:
+                pass
+        return "cuda:" + ("|".join(sorted(names)) or "unknown")
+
+    def _prepare(self, task: Task, completion: str, cfg: VerifyConfig,
+                 static: bool) -> tuple[Verdict | None, dict[str, Any] | None]:
+        from ..extract import extract_code
+        from .policy import resolve_policy
+        from .static import static_check
+
+        start = time.monotonic()
+        ex = extract_code(completion or "")
+        if ex.code is None:
+            return Verdict(task_id=task.id, stage="none", reason=ex.reason or "no_code", error=ex.detail,
+                           duration_s=round(time.monotonic() - start, 4)), None
+        policy = resolve_policy(cfg.policy, task.level)
+        notes = []
+        if static:
+            report = static_check(ex.code, policy, reference_source=task.source)
+            if not report.ok:
+                return Verdict(task_id=task.id, stage="extract", reason=report.reason, error=report.detail,
+                               cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
+        else:
+            notes.append("static check skipped")
+        settings = dataclasses.asdict(cfg)
+        timing = cfg.timing == "on" or (cfg.timing == "auto" and self.device == "cuda")
+        settings["timing_enabled"] = timing and self.device == "cuda"
+        if self.device != "cuda" and cfg.timing != "off":
+            settings["timing_note"] = "timing skipped: no GPU"
+        elif cfg.timing == "off":
+            settings["timing_note"] = "timing skipped: verify.timing=off"
+        job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
+               "policy": policy, "settings": settings, "device": self.device, "threads": self._threads,
+               "notes": notes}
+        return None, job
+
+    # ---------------------------------------------------------------- running jobs
+
+    def _run(self, jobs: collections.deque) -> Iterable[tuple[int, Verdict]]:
+        pending = collections.deque(jobs)
+        busy: dict[int, tuple[dict[str, Any], str | None]] = {}
+        while pending or any(w is not None and w.job_index is not None for w in self._slots):
+            # hand out work: start workers lazily, only as many as there are jobs
+            for slot in range(self.size):
+                if not pending:
+                    break
+                w = self._slots[slot]
+                if w is None:
+                    w = self._slots[slot] = self._start_worker(slot)
+                if w.job_index is None:
+                    i, job, key = pending.popleft()
+                    busy[i] = (job, key)
+                    w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
+                    try:
+                        w.conn.send({"type": "job", "id": i, "job": job})
+                    except (OSError, ValueError):
+                        pass  # noticed as a dead worker below
+            live = [w for w in self._slots if w is not None and w.job_index is not None]
+            for conn in wait([w.conn for w in live], timeout=0.5):
+                w = next(x for x in live if x.conn is conn)
+                try:
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    msg = None
+                if msg is None and w.ready:
+                    yield from self._lost(w, busy, "the verifier worker died")
+                    continue
+                kind = msg.get("type") if msg is not None else "failed"
+                if kind == "ready":
+                    w.ready = True
+                    w.base_dir = msg.get("base")
+                    self._start_failures = 0
+                    w.job_started = time.monotonic()  # the candidate's clock starts now
+                elif kind == "failed":  # never got going: the job goes back in the queue
+                    self._start_failures += 1
+                    err = (msg or {}).get("error") or f"the worker exited with code {w.proc.poll()} while starting"
+                    yield from self._lost(w, busy, "the verifier worker failed to start", requeue=True,
+                                          pending=pending)
+                    if self._start_failures >= MAX_START_FAILURES:
+                        raise VerifierError(f"verifier workers cannot start ({self._start_failures} tries):\n{err}")
+                elif kind == "started":
+                    w.child_pid = msg.get("child")
+                elif kind == "result" and msg.get("id") == w.job_index:
+                    i = w.job_index
+                    w.job_index = None
+                    job, _ = busy.pop(i)
+                    verdict = Verdict.from_dict(msg["verdict"])
+                    verdict.task_id = verdict.task_id or job["task_id"]
+                    verdict.notes = [*job.get("notes", []), *verdict.notes]
+                    yield i, verdict
+            now = time.monotonic()
+            for w in live:
+                if w.job_index is None or w.job_index not in busy or self._slots[w.slot] is not w:
+                    continue
+                limit = (float(busy[w.job_index][0]["settings"]["timeout_s"]) + RESULT_GRACE_S) if w.ready \
+                    else STARTUP_TIMEOUT_S
+                if now - w.job_started > limit:
+                    what = "answered nothing" if w.ready else "did not start"
+                    yield from self._lost(w, busy, f"the verifier worker {what} within {limit:.0f} s",
+                                          requeue=not w.ready, pending=pending)
+
+    def _lost(self, w: _Worker, busy: dict, why: str, requeue: bool = False,
+              pending: collections.deque | None = None) -> Iterable[tuple[int, Verdict]]:
+        """Replace a dead or stuck worker; its job gets a verdict (or goes back in the queue if it
+        never started)."""
+        code = w.proc.poll()
+        self._stop_worker(w, graceful=False)
+        self._slots[w.slot] = None
+        self.restarts += 1
+        i, w.job_index = w.job_index, None
+        if i is None or i not in busy:
+            return
+        job, key = busy.pop(i)
+        if requeue and pending is not None:
+            pending.appendleft((i, job, key))
+            return
+        detail = f"{why}" + (f" (exit code {code})" if code is not None else "")
+        yield i, Verdict(task_id=job["task_id"], stage="static", reason="worker_lost",
+                         error=detail + "; the worker was replaced and the pool went on")
+
+    def _start_worker(self, slot: int) -> _Worker:
+        parent_sock, child_sock = socket.socketpair()
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        if self.device == "cuda":
+            env["CUDA_VISIBLE_DEVICES"] = self._gpu_ids[slot]
+            env.pop("TRITON_INTERPRET", None)
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            env["TRITON_INTERPRET"] = "1"
+        fd = child_sock.fileno()
+        proc = subprocess.Popen(
+            [self.python, "-m", "tritonrl_lib.verify.sandbox", "--fd", str(fd), "--device", self.device],
+            pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+        )
+        child_sock.close()
+        return _Worker(slot, proc, Connection(parent_sock.detach()))
+
+    def _stop_worker(self, w: _Worker, graceful: bool) -> None:
+        if graceful and w.proc.poll() is None:
+            try:
+                w.conn.send({"type": "stop"})
+                w.proc.wait(timeout=5)
+            except (OSError, ValueError, BrokenPipeError, subprocess.TimeoutExpired):
+                pass
+        for stop, wait_s in ((w.proc.terminate, 3.0), (w.proc.kill, 10.0)):  # SIGTERM lets it clean up
+            if w.proc.poll() is None:
+                stop()
+                try:
+                    w.proc.wait(timeout=wait_s)
+                except subprocess.TimeoutExpired:
+                    pass
+        # whatever the worker's candidate left behind (its own session) goes too
+        if w.child_pid:
+            kill_tree(w.child_pid, sids=(w.child_pid,), grace_s=5.0, reap=False)
+        if w.base_dir and os.path.basename(w.base_dir).startswith("tritonrl-verify-"):
+            shutil.rmtree(w.base_dir, ignore_errors=True)
+        try:
+            w.conn.close()
+        except OSError:
+            pass

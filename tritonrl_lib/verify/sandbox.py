@@ -1,0 +1,621 @@
+"""Worker processes that run untrusted candidates, one fresh forked child per candidate.
+
+A worker is a long-lived process (`python -m tritonrl_lib.verify.sandbox`) started by the pool. It
+imports torch and triton once, never initialises CUDA and never runs a torch op itself, so forking
+it is cheap and every child starts clean. For each job it forks a child that:
+
+- starts a new session (its own process group), closes every inherited descriptor except its two
+  pipes, writes stdout/stderr to a log file in its own temp dir, and gets its own Triton cache;
+- runs under resource limits where the OS allows (no core dumps, a file-size cap, an address-space
+  cap on the CPU only: CUDA needs huge virtual reservations);
+- runs `stages.child_main`, streaming framed messages (JSON header + raw tensor bytes, never pickle:
+  the child is untrusted) to the worker, and exits.
+
+The worker is the trusted side: it feeds those messages to a `Judge`, answers stage gates, enforces
+the timeout, an RSS limit summed over every descendant, and a process-count limit, and kills the
+whole tree (repeatedly, until /proc shows none left) when one is crossed or the judge has seen
+enough. The worker is a child subreaper, so a grandchild that double-forks and calls setsid still
+stays in its tree.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# Frame: 4-byte little-endian header length, JSON header (with "blobs": [byte lengths]), the blobs.
+_LEN = struct.Struct("<I")
+MAX_HEADER_BYTES = 4 << 20
+MAX_PROCESSES = 16  # a candidate's tree (the child included) may not hold more live processes
+POLL_S = 0.05
+WATCH_EVERY_S = 0.1  # how often /proc is read for RSS and process counts
+KILL_GRACE_S = 10.0
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class ProtocolError(RuntimeError):
+    """The child sent bytes that are not a well-formed frame (or too many of them)."""
+
+
+# --------------------------------------------------------------------------- framing
+
+
+def encode_frame(header: dict[str, Any], blobs: list[memoryview | bytes] = ()) -> list[memoryview | bytes]:
+    head = dict(header)
+    head["blobs"] = [memoryview(b).nbytes for b in blobs]
+    raw = json.dumps(head, separators=(",", ":")).encode()
+    return [_LEN.pack(len(raw)) + raw, *blobs]
+
+
+def write_all(fd: int, parts: list[memoryview | bytes]) -> None:
+    for part in parts:
+        view = memoryview(part).cast("B")
+        while view.nbytes:
+            n = os.write(fd, view)
+            view = view[n:]
+
+
+class FrameReader:
+    """Incremental parser of frames arriving on a pipe; validates every size it is told."""
+
+    def __init__(self, max_total_bytes: int):
+        self.max_total = max_total_bytes
+        self.total = 0
+        self._head = bytearray()
+        self._header: dict[str, Any] | None = None
+        self._sizes: list[int] = []
+        self._blobs: list[bytearray] = []
+        self._filled = 0  # bytes of the current (last) blob received so far
+
+    def feed(self, data: bytes) -> list[tuple[dict[str, Any], list[bytearray]]]:
+        self.total += len(data)
+        if self.total > self.max_total:
+            raise ProtocolError(f"the candidate's process sent more than {self.max_total >> 20} MiB")
+        view = memoryview(data)
+        out = []
+        while True:
+            if self._header is None:
+                if not view.nbytes:
+                    return out
+                view = self._read_header(view)
+                if self._header is None:
+                    return out
+            while True:  # fill the blobs this header announced, one after another
+                if self._blobs and self._filled < len(self._blobs[-1]):
+                    cur = self._blobs[-1]
+                    take = min(len(cur) - self._filled, view.nbytes)
+                    if take == 0:
+                        return out
+                    cur[self._filled:self._filled + take] = view[:take]
+                    self._filled += take
+                    view = view[take:]
+                elif len(self._blobs) < len(self._sizes):
+                    self._blobs.append(bytearray(self._sizes[len(self._blobs)]))
+                    self._filled = 0
+                else:
+                    break
+            out.append(self._emit())
+
+    def _read_header(self, view: memoryview) -> memoryview:
+        if len(self._head) < _LEN.size:
+            take = min(_LEN.size - len(self._head), view.nbytes)
+            self._head += view[:take]
+            view = view[take:]
+            if len(self._head) < _LEN.size:
+                return view
+            (n,) = _LEN.unpack_from(self._head)
+            if n > MAX_HEADER_BYTES:
+                raise ProtocolError(f"frame header of {n} bytes")
+        need = _LEN.size + _LEN.unpack_from(self._head)[0] - len(self._head)
+        take = min(need, view.nbytes)
+        self._head += view[:take]
+        view = view[take:]
+        if take < need:
+            return view
+        try:
+            header = json.loads(bytes(self._head[_LEN.size:]))
+        except ValueError as e:
+            raise ProtocolError(f"frame header is not JSON: {e}") from None
+        sizes = header.get("blobs") if isinstance(header, dict) else None
+        if not isinstance(sizes, list) or not all(type(s) is int and 0 <= s for s in sizes):
+            raise ProtocolError("frame header without valid blob sizes")
+        if self.total - view.nbytes + sum(sizes) > self.max_total:
+            raise ProtocolError(f"the candidate's process sent more than {self.max_total >> 20} MiB")
+        self._header, self._sizes, self._blobs, self._filled = header, sizes, [], 0
+        return view
+
+    def _emit(self) -> tuple[dict[str, Any], list[bytearray]]:
+        out = (self._header, self._blobs)
+        self._head = bytearray()
+        self._header, self._sizes, self._blobs, self._filled = None, [], [], 0
+        return out  # type: ignore[return-value]
+
+    @property
+    def mid_frame(self) -> bool:
+        return bool(self._head) or self._header is not None
+
+
+class ChildChannel:
+    """The child's end: framed messages to the worker, one-byte gate answers back."""
+
+    def __init__(self, out_fd: int, in_fd: int):
+        self.out_fd, self.in_fd = out_fd, in_fd
+
+    def send(self, header: dict[str, Any], blobs: list[memoryview | bytes] = ()) -> None:
+        write_all(self.out_fd, encode_frame(header, list(blobs)))
+
+    def gate(self, stage: str) -> bool:
+        """Ask the worker whether to go on after `stage`; False (or a closed pipe) means stop."""
+        self.send({"type": "gate", "stage": stage})
+        try:
+            answer = os.read(self.in_fd, 1)
+        except OSError:
+            return False
+        return answer == b"G"
+
+
+# --------------------------------------------------------------------------- /proc
+
+
+@dataclass
+class ProcInfo:
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    state: str
+    rss_bytes: int
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def proc_table() -> dict[int, ProcInfo]:
+    """Every process /proc shows (Linux); empty elsewhere."""
+    out: dict[int, ProcInfo] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        # the command name may contain spaces and parentheses: split after the last ')'
+        rest = raw[raw.rfind(")") + 2:].split()
+        if len(rest) < 22:
+            continue
+        out[int(name)] = ProcInfo(int(name), int(rest[1]), int(rest[2]), int(rest[3]), rest[0],
+                                  int(rest[21]) * _PAGE)
+    return out
+
+
+def proportional_bytes(pid: int) -> int | None:
+    """Pss of a process: shared (copy-on-write) pages split among their sharers, so forked
+    children of one worker are not each charged for the whole of torch."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def tree_memory_bytes(tree: list[ProcInfo], limit: int) -> int:
+    """Resident memory of a process tree: the cheap RSS sum, refined to Pss once it crosses `limit`."""
+    rss = sum(p.rss_bytes for p in tree)
+    if rss <= limit:
+        return rss
+    total = 0
+    for p in tree:
+        pss = proportional_bytes(p.pid)
+        total += p.rss_bytes if pss is None else pss
+    return total
+
+
+def descendants(root: int, table: dict[int, ProcInfo]) -> list[ProcInfo]:
+    children: dict[int, list[int]] = {}
+    for p in table.values():
+        children.setdefault(p.ppid, []).append(p.pid)
+    out, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        out.append(table[pid])
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def kill_tree(root: int, sids: tuple[int, ...] = (), grace_s: float = KILL_GRACE_S, reap: bool = True) -> int:
+    """SIGKILL every descendant of `root` (and every process in sessions `sids`), again and again
+    until none is left alive; returns how many distinct processes were killed. `reap` collects
+    exited children of this process (only for the worker: the pool must not reap the caller's)."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + grace_s
+    me = os.getpid()
+    while True:
+        table = proc_table()
+        targets = [p for p in descendants(root, table) if p.state != "Z"]
+        targets += [p for p in table.values() if p.sid in sids and p.pid != me and p.state != "Z"
+                    and p.pid not in {t.pid for t in targets}]
+        for sid in sids:
+            try:
+                os.killpg(sid, signal.SIGKILL)
+            except OSError:
+                pass
+        for p in targets:
+            try:
+                os.kill(p.pid, signal.SIGKILL)
+                killed.add(p.pid)
+            except OSError:
+                pass
+        if reap:
+            reap_children()
+        if not targets or time.monotonic() > deadline:
+            return len(killed)
+        time.sleep(0.005)
+
+
+def reap_children() -> list[tuple[int, int]]:
+    """Collect every exited child (a subreaper also inherits orphans); returns (pid, status)."""
+    out = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return out
+        if pid == 0:
+            return out
+        out.append((pid, status))
+
+
+def _prctl(option: int, arg: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _read_tail(path: str, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _vm_size_bytes() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+# --------------------------------------------------------------------------- one candidate
+
+
+@dataclass
+class Limits:
+    timeout_s: float
+    memory_limit_mb: int  # RSS summed over the candidate's tree; 0 = none
+    cap_address_space: bool  # RLIMIT_AS (CPU only)
+    max_processes: int = MAX_PROCESSES
+    max_transfer_bytes: int = 64 << 30
+
+
+@dataclass
+class SandboxOutcome:
+    exit_status: int | None  # os.waitpid status of the child, None if it never got reaped
+    kill_reason: str | None  # timeout | memory_limit | fork_flood | protocol_error | judged | pool_gone
+    leftover_processes: int  # processes still alive after the child itself had exited
+    log_tail: str
+    peak_rss_mb: float
+    detail: str = ""
+
+
+def run_sandboxed(
+    child_fn: Callable[[ChildChannel], None],
+    on_message: Callable[[dict[str, Any], list[bytearray]], str | None],
+    limits: Limits,
+    workdir: str,
+    watch_fd: int | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> SandboxOutcome:
+    """Fork a child running `child_fn(channel)` inside `workdir`; feed its messages to `on_message`
+    (which may answer "go"/"stop" to a gate, or "stop" to end the child now); enforce `limits`.
+
+    `watch_fd` (the pool connection) is watched too: if it closes, the child is killed at once.
+    """
+    c2w_r, c2w_w = os.pipe()
+    w2c_r, w2c_w = os.pipe()
+    try:
+        import fcntl
+
+        fcntl.fcntl(c2w_r, 1031, 1 << 20)  # F_SETPIPE_SZ: fewer wake-ups for large outputs
+    except (OSError, ImportError, AttributeError):
+        pass
+    log_path = os.path.join(workdir, "output.log")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # ---- the child: never returns
+        _child_entry(child_fn, c2w_w, w2c_r, workdir, log_path, limits)
+    os.close(c2w_w)
+    os.close(w2c_r)
+    if on_start is not None:
+        on_start(pid)
+
+    start = time.monotonic()
+    reader = FrameReader(limits.max_transfer_bytes)
+    kill_reason: str | None = None
+    detail = ""
+    exit_status: int | None = None
+    exited_at: float | None = None
+    eof = False
+    last_watch = 0.0
+    peak_rss = 0
+    leftover = 0
+    me = os.getpid()
+    try:
+        while True:
+            watch = [c2w_r] if not eof else []
+            if watch_fd is not None:
+                watch.append(watch_fd)
+            ready, _, _ = select.select(watch, [], [], POLL_S)
+            if watch_fd is not None and watch_fd in ready:
+                kill_reason, detail = "pool_gone", "the pool closed its connection"
+                break
+            if c2w_r in ready:
+                data = os.read(c2w_r, 1 << 20)
+                if not data:
+                    eof = True
+                else:
+                    try:
+                        for header, blobs in reader.feed(data):
+                            action = on_message(header, blobs)
+                            if action == "go":
+                                try:
+                                    os.write(w2c_w, b"G")
+                                except OSError:
+                                    pass
+                            elif action == "stop":
+                                kill_reason = "judged"
+                                break
+                    except ProtocolError as e:
+                        kill_reason, detail = "protocol_error", str(e)
+                    if kill_reason:
+                        break
+            if exit_status is None:
+                try:
+                    wpid, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    wpid, status = pid, 0
+                if wpid == pid:
+                    exit_status, exited_at = status, time.monotonic()
+            now = time.monotonic()
+            if exit_status is not None and (eof or now - exited_at > 1.0):
+                # the child is gone; whatever still holds the pipe open is a process it left behind
+                leftover = len([p for p in descendants(me, proc_table()) if p.state != "Z"])
+                break
+            if now - last_watch >= WATCH_EVERY_S:
+                last_watch = now
+                tree = [p for p in descendants(me, proc_table()) if p.state != "Z"]
+                rss = (tree_memory_bytes(tree, limits.memory_limit_mb << 20) if limits.memory_limit_mb
+                       else sum(p.rss_bytes for p in tree))
+                peak_rss = max(peak_rss, rss)
+                if len(tree) > limits.max_processes:
+                    kill_reason = "fork_flood"
+                    detail = f"{len(tree)} processes alive (limit {limits.max_processes})"
+                    break
+                if limits.memory_limit_mb and rss > limits.memory_limit_mb << 20:
+                    kill_reason = "memory_limit"
+                    detail = f"resident memory {rss >> 20} MiB over the limit of {limits.memory_limit_mb} MiB"
+                    break
+            if now - start > limits.timeout_s:
+                kill_reason, detail = "timeout", f"no verdict within {limits.timeout_s:g} s"
+                break
+    finally:
+        kill_tree(me, sids=(pid,))
+        if exit_status is None:
+            try:
+                wpid, status = os.waitpid(pid, 0)
+                exit_status = status
+            except ChildProcessError:
+                pass
+        reap_children()
+        os.close(c2w_r)
+        os.close(w2c_w)
+    if reader.mid_frame and kill_reason is None:
+        detail = detail or "the child stopped in the middle of a message"
+    return SandboxOutcome(exit_status, kill_reason, leftover, _read_tail(log_path), peak_rss / 2**20, detail)
+
+
+def _child_entry(child_fn: Callable[[ChildChannel], None], out_fd: int, in_fd: int, workdir: str,
+                 log_path: str, limits: Limits) -> None:
+    code = 0
+    try:
+        os.setsid()
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the worker died: so does this candidate
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        # nothing of the worker's (above all its pool connection) stays reachable
+        keep = {out_fd, in_fd}
+        try:
+            fds = [int(x) for x in os.listdir("/proc/self/fd")]
+        except OSError:
+            fds = list(range(3, 1024))
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        null_fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null_fd, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        for fd in fds:
+            if fd > 2 and fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        _set_limits(limits)
+        cache = os.path.join(workdir, "triton_cache")
+        os.makedirs(cache, exist_ok=True)
+        os.environ["TRITON_CACHE_DIR"] = cache
+        os.environ["TMPDIR"] = workdir
+        tempfile.tempdir = workdir
+        os.chdir(workdir)
+        import faulthandler
+
+        faulthandler.enable(all_threads=True)
+        child_fn(ChildChannel(out_fd, in_fd))
+    except BaseException:  # the harness itself failed: say so, never let the child run on
+        code = 70
+        try:
+            write_all(out_fd, encode_frame({"type": "internal_error", "error": traceback.format_exc()[-4000:]}))
+        except BaseException:
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        os._exit(code)
+
+
+def _set_limits(limits: Limits) -> None:
+    try:
+        import resource
+    except ImportError:
+        return
+
+    def cap(which: int, value: int) -> None:
+        try:
+            soft, hard = resource.getrlimit(which)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, value))
+        except (ValueError, OSError):
+            pass
+
+    cap(resource.RLIMIT_CORE, 0)
+    cap(resource.RLIMIT_FSIZE, 1 << 30)
+    if limits.cap_address_space and limits.memory_limit_mb:
+        cap(resource.RLIMIT_AS, _vm_size_bytes() + (limits.memory_limit_mb << 20))
+
+
+# --------------------------------------------------------------------------- the worker process
+
+
+def _worker_imports(device: str) -> None:
+    """Everything a child needs, imported once in the worker so each fork starts warm."""
+    import numpy  # noqa: F401
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+    if device == "cpu":
+        import triton.runtime.interpreter  # noqa: F401
+
+        # imported lazily by the interpreter's argument specialisation: pay for it once here, not
+        # in every child (CPU only: on a GPU nothing that might touch the driver loads here)
+        try:
+            import triton.experimental.gluon  # noqa: F401
+        except ImportError:
+            pass
+    from . import judge, policy, stages, timing  # noqa: F401
+
+
+def worker_main(fd: int, device: str) -> None:
+    from multiprocessing.connection import Connection
+
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    conn = Connection(fd)
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)  # the pool's process died: so do we, cleaning up (below)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        _worker_imports(device)
+        import torch
+
+        if torch.cuda.is_initialized():
+            raise RuntimeError("CUDA was initialised in the verifier worker while importing; forked "
+                               "candidates could not use the GPU")
+    except BaseException:
+        conn.send({"type": "failed", "error": traceback.format_exc()[-4000:]})
+        return
+    base = tempfile.mkdtemp(prefix="tritonrl-verify-")
+
+    def terminate(signum: int, frame: Any) -> None:  # the pool is gone or wants us gone: leave nothing
+        kill_tree(os.getpid(), grace_s=5.0)
+        shutil.rmtree(base, ignore_errors=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, terminate)
+    conn.send({"type": "ready", "pid": os.getpid(), "base": base})
+    from .judge import run_job
+
+    try:
+        while True:
+            try:
+                msg = conn.recv()
+            except (EOFError, OSError):
+                break
+            if not isinstance(msg, dict) or msg.get("type") == "stop":
+                break
+            if msg.get("type") != "job":
+                continue
+            job = msg["job"]
+            try:
+                verdict = run_job(job, base, conn)
+            except BaseException:
+                verdict = {"task_id": job.get("task_id", ""), "stage": "static", "reason": "internal_error",
+                           "error": traceback.format_exc()[-4000:]}
+            try:
+                conn.send({"type": "result", "id": msg["id"], "verdict": verdict})
+            except (OSError, ValueError):
+                break
+    finally:
+        kill_tree(os.getpid())
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _main(argv: list[str]) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="tritonrl verifier worker (started by VerifierPool)")
+    ap.add_argument("--fd", type=int, required=True)
+    ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    args = ap.parse_args(argv)
+    worker_main(args.fd, args.device)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])

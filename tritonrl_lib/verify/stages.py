@@ -1,0 +1,429 @@
+"""What runs inside a candidate's process: reference first, then the candidate, stage by stage.
+
+Order matters for trust. Everything the verdict compares against is produced BEFORE the
+candidate's module is imported: the task module is executed, inputs for every variation are built,
+the reference runs on clones of them, and its outputs go to the worker at once (then are
+overwritten here). Only then (`ref_done`) is the candidate imported and run:
+
+    compile   import the module, find ModelNew, build it under the reference's seed, copy the
+              reference state_dict where names and shapes match
+    tiny      the task at shrunk sizes
+    full      original inputs and variations (scaled x2, another seed, larger shape, another dtype)
+    timing    GPU only, after the worker says every output was right
+
+Each candidate call runs under a fresh copy of its inputs, with the allocator poisoned, the launch
+tracker and op census active; its outputs and those facts go to the worker, which judges. After
+tiny and after full the child asks the worker (a gate) whether to go on.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, is_plain_tensor,
+                             perturb_host_allocator,
+                             poison_allocator, same_bits, scrub)
+from .sandbox import ChildChannel
+from .variations import (VARIATION_ORDER, cast_floats, cpu_copies, describe_inputs, larger_plan,
+                         load_module_file, load_task_module, scaled, tiny_plans, to_device)
+
+SEED = 42
+OTHER_SEED = SEED + 1000
+TASK_MODULE = "tritonrl_task"
+CANDIDATE_MODULE = "tritonrl_candidate"
+GPU_MEMORY_FRACTION = 0.9
+HALF_DTYPES = (torch.float16, torch.bfloat16)
+ERROR_CHARS = 3000
+
+
+@dataclass
+class ModelSpec:
+    """One model configuration both sides are built with."""
+
+    init_inputs: list[Any]
+    state: dict[str, torch.Tensor]  # the reference's initial weights (CPU copies)
+    ref: torch.nn.Module
+    dtype: torch.dtype | None = None  # cast after building (the dtype variation)
+
+
+@dataclass
+class InputSet:
+    name: str  # tiny | original | scaled | seed | larger | dtype:float16 ...
+    stage: str  # tiny | full
+    model_key: str
+    inputs: list[Any]  # CPU copies; every call gets fresh device copies
+    out_specs: list[tuple[tuple[int, ...], torch.dtype]]
+
+
+@dataclass
+class Plan:
+    models: dict[str, ModelSpec] = field(default_factory=dict)
+    sets: list[InputSet] = field(default_factory=list)
+
+
+class RefFailed(Exception):
+    pass
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def classify(exc: BaseException, stage: str) -> str:
+    """A machine reason for an exception raised by candidate code during `stage`."""
+    msg = f"{type(exc).__name__}: {exc}"
+    low = msg.lower()
+    if isinstance(exc, SystemExit):
+        return "exit_called"
+    if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())) \
+            or "out of memory" in low or "can't allocate memory" in low or "cannot allocate memory" in low:
+        return "out_of_memory"
+    accel = getattr(torch, "AcceleratorError", None)
+    if (accel is not None and isinstance(exc, accel)) or "cuda error" in low or "illegal memory access" in low \
+            or "device-side assert" in low or "cudaerror" in low:
+        return "cuda_error"
+    try:
+        from triton.compiler.errors import CompilationError
+    except ImportError:
+        CompilationError = ()
+    if isinstance(exc, CompilationError):
+        return "compile_error"
+    return "compile_error" if stage == "compile" else "runtime_error"
+
+
+def _excerpt(exc: BaseException) -> str:
+    """The traceback from the candidate's first frame on (the harness frames above it say nothing)."""
+    tb = exc.__traceback__
+    walk = tb
+    while walk is not None and not walk.tb_frame.f_code.co_filename.endswith(CANDIDATE_MODULE + ".py"):
+        walk = walk.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, walk or tb))
+    return text[-ERROR_CHARS:]
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_outputs(outs: list[Any]) -> tuple[list[dict[str, Any]], list[memoryview]]:
+    metas, blobs = [], []
+    for o in outs:
+        device = None
+        if isinstance(o, (bool, int, float)) and not isinstance(o, torch.Tensor):
+            o, device = torch.tensor(o), "any"  # a Python number lives on no device
+        if not is_plain_tensor(o):
+            metas.append({"kind": "other", "type": type(o).__name__})
+            continue
+        t = o.detach().to("cpu").contiguous()
+        metas.append({"kind": "tensor", "dtype": dtype_name(t.dtype), "shape": list(t.shape),
+                      "device": device or o.device.type})
+        if t.is_complex():
+            t = torch.view_as_real(t).contiguous()
+        raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
+        blobs.append(memoryview(raw))
+    return metas, blobs
+
+
+class Child:
+    def __init__(self, job: dict[str, Any], ch: ChildChannel):
+        self.job = job
+        self.ch = ch
+        self.s = job["settings"]
+        self.device = "cuda" if job["device"] == "cuda" else "cpu"
+        self.workdir = os.getcwd()
+        self.source = job["task_source"]
+
+    # ---------------------------------------------------------------- setup
+
+    def setup(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.set_device(0)
+            torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION)
+        else:
+            torch.set_num_threads(max(1, int(self.job.get("threads", 1))))
+
+    def note(self, text: str) -> None:
+        self.ch.send({"type": "note", "text": text})
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+
+    def build(self, cls: type, init_inputs: list[Any]) -> torch.nn.Module:
+        torch.manual_seed(SEED)
+        return cls(*init_inputs)
+
+    def make_inputs(self, module: Any, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        return cpu_copies(list(module.get_inputs()))
+
+    def run_ref(self, model: torch.nn.Module, inputs: list[Any]) -> list[Any]:
+        out = flatten_outputs(model(*to_device(inputs, self.device)))
+        self.sync()
+        bad = [type(o).__name__ for o in out if not isinstance(o, (torch.Tensor, bool, int, float))]
+        if bad:
+            raise RefFailed(f"the reference returned {', '.join(bad)}, not tensors")
+        return out
+
+    def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any]) -> None:
+        metas, blobs = encode_outputs(outs)
+        self.ch.send({"type": "ref", "name": name, "stage": stage, "outputs": metas,
+                      "inputs": describe_inputs(inputs)}, blobs)
+        del blobs
+        keep = {p.untyped_storage().data_ptr() for m in plan.models.values() for p in m.ref.state_dict().values()}
+        keep |= {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
+        scrub(outs, keep)
+        specs = [(tuple(o.shape), o.dtype) for o in outs if isinstance(o, torch.Tensor)]
+        plan.sets.append(InputSet(name, stage, key, inputs, specs))
+
+    @staticmethod
+    def finite(outs: list[Any]) -> bool:
+        return all(bool(torch.isfinite(o).all()) for o in outs
+                   if isinstance(o, torch.Tensor) and (o.is_floating_point() or o.is_complex()))
+
+    # ---------------------------------------------------------------- reference phase
+
+    def reference_phase(self) -> Plan | None:
+        plan = Plan()
+        try:
+            base = load_task_module(self.source, self.workdir, TASK_MODULE)
+            init = list(base.get_init_inputs())
+            ref = self.build(base.Model, init)
+            state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
+            plan.models["base"] = ModelSpec(init, state, ref.to(self.device))
+            original = self.make_inputs(base, SEED)
+            original_outs = self.run_ref(plan.models["base"].ref, original)
+        except BaseException as e:
+            self.ch.send({"type": "ref_error", "error": _excerpt(e)})
+            return None
+
+        self.tiny_reference(plan, init, original)
+
+        wanted = VARIATION_ORDER[: max(1, int(self.s.get("num_variations", 5)))]
+        originally_finite = self.finite(original_outs)
+        self.send_ref(plan, "original", "full", "base", original, original_outs)
+        ref = plan.models["base"].ref
+        for name in wanted[1:]:
+            try:
+                if name == "scaled":
+                    self.value_variation(plan, "scaled", scaled(original, 2.0), originally_finite)
+                elif name == "seed":
+                    self.value_variation(plan, "seed", self.make_inputs(base, OTHER_SEED), originally_finite)
+                elif name == "larger":
+                    self.larger_variation(plan)
+                elif name == "dtype":
+                    self.dtype_variation(plan, ref, original)
+            except BaseException as e:
+                self.note(f"variation {name} skipped: the reference failed on it "
+                          f"({type(e).__name__}: {str(e)[:200]})")
+        return plan
+
+    def tiny_reference(self, plan: Plan, init: list[Any], original: list[Any]) -> None:
+        for label, overrides in tiny_plans(self.source):
+            try:
+                module = load_task_module(self.source, self.workdir, TASK_MODULE + "_tiny", overrides)
+                tinit = list(module.get_init_inputs())
+                key = "base"
+                if not _same_values(tinit, init):
+                    tref = self.build(module.Model, tinit)
+                    state = {k: v.detach().to("cpu", copy=True) for k, v in tref.state_dict().items()}
+                    plan.models["tiny"] = ModelSpec(tinit, state, tref.to(self.device))
+                    key = "tiny"
+                inputs = self.make_inputs(module, SEED)
+                outs = self.run_ref(plan.models[key].ref, inputs)
+            except BaseException as e:
+                plan.models.pop("tiny", None)
+                self.note(f"tiny: {label} rejected by the reference ({type(e).__name__}); trying fewer shrinks")
+                continue
+            self.note(f"tiny: {label}")
+            self.send_ref(plan, "tiny", "tiny", key, inputs, outs)
+            return
+        self.note("tiny: no size constant could shrink; ran the task's own sizes")
+        self.send_ref(plan, "tiny", "tiny", "base", original, self.run_ref(plan.models["base"].ref, original))
+
+    def value_variation(self, plan: Plan, name: str, inputs: list[Any], originally_finite: bool) -> None:
+        outs = self.run_ref(plan.models["base"].ref, inputs)
+        if originally_finite and not self.finite(outs):
+            self.note(f"variation {name} skipped: the reference gives non-finite outputs on it")
+            return
+        self.send_ref(plan, name, "full", "base", inputs, outs)
+
+    def larger_variation(self, plan: Plan) -> None:
+        choice = larger_plan(self.source)
+        if choice is None:
+            self.note("variation larger skipped: no size constant outside get_init_inputs() to enlarge")
+            return
+        const, value = choice
+        module = load_task_module(self.source, self.workdir, TASK_MODULE + "_larger", {const: value})
+        inputs = self.make_inputs(module, SEED)
+        outs = self.run_ref(plan.models["base"].ref, inputs)
+        self.send_ref(plan, "larger", "full", "base", inputs, outs)
+        self.note(f"variation larger: {const}={value}")
+
+    def dtype_variation(self, plan: Plan, ref: torch.nn.Module, original: list[Any]) -> None:
+        if self.device != "cuda":
+            self.note("variation dtype skipped: no GPU (the interpreter has no bf16)")
+            return
+        if not any(isinstance(x, torch.Tensor) and x.is_floating_point() for x in original):
+            self.note("variation dtype skipped: the task has no floating-point inputs")
+            return
+        for dtype in HALF_DTYPES:
+            try:
+                href = copy.deepcopy(ref).to(dtype)
+                inputs = cast_floats(original, dtype)
+                outs = self.run_ref(href, inputs)
+            except BaseException as e:
+                self.note(f"variation dtype: the reference does not run in {dtype_name(dtype)} ({type(e).__name__})")
+                continue
+            if not self.finite(outs) or not all(o.dtype == dtype for o in outs
+                                                 if isinstance(o, torch.Tensor) and o.is_floating_point()):
+                self.note(f"variation dtype: the reference gives non-finite or non-{dtype_name(dtype)} outputs "
+                          f"in {dtype_name(dtype)}")
+                continue
+            key = f"base@{dtype_name(dtype)}"
+            base = plan.models["base"]
+            plan.models[key] = ModelSpec(base.init_inputs, base.state, href, dtype)
+            self.send_ref(plan, f"dtype:{dtype_name(dtype)}", "full", key, inputs, outs)
+            return
+        self.note("variation dtype skipped: the reference runs in no half dtype with finite outputs")
+
+    # ---------------------------------------------------------------- candidate phase
+
+    def candidate_phase(self, plan: Plan) -> None:
+        path = os.path.join(self.workdir, CANDIDATE_MODULE + ".py")
+        census = OpCensus()
+        tracker = LaunchTracker(path, census)
+        tracker.install()
+        if self.device == "cpu":
+            interpreter_autotune()
+            # outputs live in host memory: from here on glibc fills every block it hands out, so an
+            # output a kernel never wrote cannot hold a freed reference result (GPU: see call_candidate)
+            perturb_host_allocator()
+        try:
+            with open(path, "w") as f:
+                f.write(self.job["code"])
+            module = load_module_file(path, CANDIDATE_MODULE)
+            cls = getattr(module, "ModelNew", None)
+            if not isinstance(cls, type):
+                self.ch.send({"type": "error", "stage": "compile", "reason": "compile_error",
+                              "error": "the module defines no class ModelNew"})
+                return
+        except BaseException as e:
+            self.ch.send({"type": "error", "stage": "compile", "reason": classify(e, "compile"), "error": _excerpt(e)})
+            return
+
+        models: dict[str, torch.nn.Module] = {}
+        try:
+            for key, spec in plan.models.items():
+                models[key] = self.build_candidate(cls, spec)
+        except BaseException as e:
+            reason = classify(e, "compile")
+            self.ch.send({"type": "error", "stage": "compile", "reason": reason,
+                          "error": f"ModelNew(*get_init_inputs()) failed:\n{_excerpt(e)}"})
+            return
+        self.ch.send({"type": "stage", "stage": "compile"})
+
+        for stage in ("tiny", "full"):
+            for s in plan.sets:
+                if s.stage == stage and not self.call_candidate(models[s.model_key], s, tracker, census):
+                    return
+            if not self.ch.gate(stage):
+                return
+        if self.s.get("timing_enabled") and self.device == "cuda":
+            self.timing(plan, models)
+        self.ch.send({"type": "done"})
+
+    def build_candidate(self, cls: type, spec: ModelSpec) -> torch.nn.Module:
+        model = self.build(cls, copy.deepcopy(spec.init_inputs))
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"ModelNew(...) built a {type(model).__name__}, not an nn.Module")
+        own = model.state_dict()
+        matching = {k: v for k, v in spec.state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
+        if matching:
+            model.load_state_dict(matching, strict=False)
+        model = model.to(self.device)
+        if spec.dtype is not None:
+            model = model.to(spec.dtype)
+        return model
+
+    def call_candidate(self, model: torch.nn.Module, s: InputSet, tracker: LaunchTracker, census: OpCensus) -> bool:
+        stage = s.stage
+        try:
+            inputs = to_device(s.inputs, self.device)
+            before = [x.clone() if isinstance(x, torch.Tensor) else copy.copy(x) for x in inputs]
+            if self.device == "cuda":
+                poison_allocator(s.out_specs, self.device)
+        except BaseException as e:
+            self.ch.send({"type": "error", "stage": stage, "reason": classify(e, stage), "error": _excerpt(e)})
+            return False
+        tracker.begin()
+        try:
+            with census:
+                out = model(*inputs)
+            self.sync()
+        except BaseException as e:
+            tracker.end()
+            self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
+                          "error": _excerpt(e)})
+            return False
+        tracker.end()
+        try:
+            outs = flatten_outputs(out)
+            unchanged = len(inputs) == len(before) and all(same_bits(a, b) for a, b in zip(inputs, before))
+            metas, blobs = encode_outputs(outs)
+        except BaseException as e:
+            self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
+                          "error": _excerpt(e)})
+            return False
+        self.ch.send({"type": "cand", "name": s.name, "outputs": metas, "launches": tracker.launches,
+                      "kernels": dict(tracker.kernels), "foreign": dict(tracker.foreign),
+                      "ops": dict(census.ops), "inputs_unchanged": bool(unchanged)}, blobs)
+        return True
+
+    def timing(self, plan: Plan, models: dict[str, torch.nn.Module]) -> None:
+        from .timing import time_pair
+
+        original = next(s for s in plan.sets if s.name == "original")
+        ref, cand = plan.models["base"].ref, models["base"]
+        try:
+            ref_in = to_device(original.inputs, self.device)
+            cand_in = to_device(original.inputs, self.device)
+            times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in),
+                              int(self.s.get("timing_warmup", 10)), int(self.s.get("timing_trials", 50)))
+        except BaseException as e:
+            self.ch.send({"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": _excerpt(e)})
+            return
+        self.ch.send({"type": "timing", "ref_ms": times["ref"], "cand_ms": times["cand"],
+                      "device_name": torch.cuda.get_device_name(0)})
+
+
+def _same_values(a: list[Any], b: list[Any]) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if isinstance(x, torch.Tensor) or isinstance(y, torch.Tensor):
+            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and same_bits(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def child_main(job: dict[str, Any], ch: ChildChannel) -> None:
+    """Entry point of a candidate's process (called by the sandbox after fork)."""
+    child = Child(job, ch)
+    child.setup()
+    with torch.no_grad():
+        plan = child.reference_phase()
+        if plan is None:
+            return
+        for name in [m for m in sys.modules if m.startswith(TASK_MODULE)]:
+            sys.modules.pop(name, None)
+        ch.send({"type": "ref_done"})
+        child.candidate_phase(plan)
