@@ -66,6 +66,8 @@ class SFTConfig:
     save_total_limit: int = 2
     logging_steps: int = 5
     warmup_ratio: float = 0.03
+    torch_compile: bool = False  # compile the decoder layers (measure first: benchmarks/sft_throughput.py)
+    fused_kernels: bool = False  # Triton RMSNorm + SwiGLU kernels (CUDA)
 
 
 @dataclass
@@ -236,6 +238,9 @@ class RunPaths:
     def notebooks_dir(self) -> Path: return self.root / "notebooks"
     @property
     def config_snapshot(self) -> Path: return self.root / "config.yaml"
+
+    @property
+    def sft_run_state(self) -> Path: return self.sft_checkpoint / "sft_run.json"
 
     def ensure(self) -> "RunPaths":
         for d in (self.data_dir, self.checkpoints_dir, self.logs_dir, self.eval_dir, self.charts_dir,

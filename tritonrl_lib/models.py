@@ -7,6 +7,8 @@ LoRA from the config, and hand back a tokenizer that always pads, on the left.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -47,14 +49,22 @@ def cache_root() -> Path:
     return root
 
 
+@contextlib.contextmanager
+def _build_lock(final: Path):
+    """One builder per cache folder across processes (DDP ranks, parallel tests): the others wait,
+    then find the folder built."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _publish(build_dir: Path, final: Path) -> Path:
-    """Atomically move a finished folder into place; a concurrent builder that won keeps its copy."""
-    try:
-        build_dir.rename(final)
-    except OSError:
-        shutil.rmtree(build_dir, ignore_errors=True)
-        if not (final / "config.json").is_file():
-            raise
+    """Move a finished folder into place in one step, so no reader ever sees half of it."""
+    build_dir.rename(final)
     return final
 
 
@@ -89,18 +99,20 @@ def embedded_model_dir() -> Path:
     final = cache_root() / "models" / f"smollm2-135m-instruct-{key}"
     if (final / "config.json").is_file():
         return final
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with _build_lock(final):
+        if (final / "config.json").is_file():
+            return final
+        from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    final.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
-    tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    # The weights are plain tensors after dequantisation; drop the GGUF quantiser so they save normally.
-    model.hf_quantizer = None
-    model.config.__dict__.pop("quantization_config", None)
-    model.save_pretrained(build)
-    tok.save_pretrained(build)
-    return _publish(build, final)
+        build = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+        # The weights are plain tensors after dequantisation; drop the GGUF quantiser so they save normally.
+        model.hf_quantizer = None
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(build)
+        tok.save_pretrained(build)
+        return _publish(build, final)
 
 
 # --------------------------------------------------------------------------- tiny model
@@ -131,7 +143,13 @@ def tiny_model_dir(seed: int = 0) -> Path:
     final = cache_root() / "models" / f"tiny-{h.hexdigest()[:12]}"
     if (final / "config.json").is_file():
         return final
+    with _build_lock(final):
+        if (final / "config.json").is_file():
+            return final
+        return _build_tiny(final, corpus, seed)
 
+
+def _build_tiny(final: Path, corpus: list[str], seed: int) -> Path:
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -150,7 +168,6 @@ def tiny_model_dir(seed: int = 0) -> Path:
     config = Qwen2Config(vocab_size=len(tok), tie_word_embeddings=True,
                          eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, **TINY_ARCH)
     model = Qwen2ForCausalLM(config)
-    final.parent.mkdir(parents=True, exist_ok=True)
     build = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
     model.save_pretrained(build)
     tok.save_pretrained(build)

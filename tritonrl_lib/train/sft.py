@@ -1,0 +1,591 @@
+"""Supervised fine-tuning: LoRA on the SFT examples, with TRL's SFTTrainer, resumable.
+
+Read top to bottom, `train_sft` does:
+
+1. finds the run's examples (`paths.sft_train`, written by 01_data) and a fingerprint of what
+   determines the result (model and SFT settings, seed, data file, number of processes);
+2. decides where to start: a finished checkpoint with the same fingerprint is kept (no retraining);
+   otherwise the newest *complete* trainer checkpoint `checkpoints/sft/checkpoint-N` of the same
+   fingerprint is resumed (optimizer, scheduler and RNG state come back with it); otherwise it starts
+   from scratch and clears what an older, different run left;
+3. loads the policy with `models.load_policy` (LoRA from the profile, optional 8/4-bit base and
+   gradient checkpointing: one path for every model);
+4. trains with TRL's SFTTrainer on the prompt/completion records, so the loss covers the
+   completion only, through TRL's fused LM head (the 49k-vocabulary logits are never materialised);
+5. writes the adapter and tokenizer to `paths.sft_checkpoint` with `models.save_checkpoint`, whose
+   marker goes last, and returns (and prints) exactly where it is.
+
+Speed: with `packing` (the default) TRL packs examples into rows of `max_seq_len` and flattens
+each micro-batch into one padding-free row; `packed_attention` keeps the packed sequences apart
+(a varlen flash kernel on the GPU, per-sequence SDPA on the CPU). Without packing, batches are
+padded and grouped by length. docs/PERFORMANCE.md has the measurements.
+
+Several GPUs: `accelerate launch --num_processes 2 -m tritonrl_lib.train.sft --params gpu`
+(docs/MULTI_GPU.md). Only the main process writes the log, markers and the final adapter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from transformers import TrainerCallback
+
+from .. import models
+from ..config import ConfigError, RunConfig, RunPaths, load_config
+from . import packed_attention
+from .sft_log import JsonlLogCallback, last_session, read_sft_log, trim_sft_log
+
+CHECKPOINT_PREFIX = "checkpoint-"
+# Settings that change neither the trained weights nor the order of the data.
+_NOT_IN_FINGERPRINT = ("save_steps", "save_total_limit", "logging_steps")
+
+
+class SFTDataError(FileNotFoundError):
+    """The run has no usable SFT examples; the message names the data stage to run."""
+
+
+@dataclass
+class SpeedOptions:
+    """How to run SFT fast. None of these changes the loss an example contributes (tests and the
+    benchmark check it); packing changes only how examples are grouped into steps.
+
+    packing: None = cfg.sft.packing. Pack examples into rows of max_seq_len, padding-free.
+    attention: for packed rows: auto (varlen flash kernel on a GPU when it passes its self-check,
+        else per-sequence SDPA), varlen, loop (per-sequence SDPA), native (transformers' own
+        implementation: block-diagonal mask under sdpa; right for flash_attention_2).
+    compile: torch.compile each decoder layer (dynamic shapes).
+    group_by_length: without packing, batch examples of similar length (less padding).
+    lora_input_cast: PEFT casts every LoRA input to the adapter's fp32 before autocast casts it back
+        to bf16 for the matmul: two wasted passes over the activations per LoRA module. None = skip
+        it when training under bf16/fp16 autocast (the matmul precision is the same), keep it otherwise.
+    fused_kernels: RMSNorm and the SwiGLU gate as one Triton kernel each way (`fused_ops`; CUDA).
+    None for compile / fused_kernels = the config's `sft.torch_compile` / `sft.fused_kernels` when the
+    config has them, else off.
+    """
+
+    packing: bool | None = None
+    attention: str = "auto"
+    compile: bool | None = None
+    group_by_length: bool = True
+    lora_input_cast: bool | None = None
+    fused_kernels: bool | None = None
+
+
+@dataclass
+class SFTResult:
+    checkpoint: Path  # the adapter + tokenizer folder (models.load_policy(cfg, adapter=...))
+    log: Path  # the jsonl training log
+    status: str  # trained | resumed | already_done
+    resumed_from_step: int | None = None
+    global_step: int = 0
+    max_steps: int = 0
+    final_loss: float | None = None  # the last logged training loss
+    train_loss: float | None = None  # the Trainer's mean loss over this session
+    tokens_per_s: float | None = None  # real (unpadded) tokens per second, all processes together
+    world_size: int = 1
+    wall_s: float = 0.0
+    n_examples: int = 0
+    plan: str = ""  # how batches were built and attended, in words
+
+    def summary(self) -> str:
+        tps = f"{self.tokens_per_s:,.0f}" if self.tokens_per_s else "n/a"
+        loss = f"{self.final_loss:.4f}" if self.final_loss is not None else "n/a"
+        return (f"SFT {self.status}: world_size={self.world_size} steps={self.global_step}/{self.max_steps} "
+                f"tokens/s={tps} final_loss={loss} wall={self.wall_s:.1f}s [{self.plan}] "
+                f"checkpoint: {self.checkpoint}")
+
+
+# --------------------------------------------------------------------------- data
+
+
+def load_sft_dataset(paths: RunPaths, max_samples: int, seed: int):
+    """The run's SFT examples as a datasets.Dataset with TRL's `prompt`/`completion` columns: a seeded
+    sample of at most `max_samples` rows (the data stage may order its file by family)."""
+    import random
+
+    from datasets import Dataset
+
+    path = paths.sft_train
+    if not path.is_file():
+        raise SFTDataError(f"no SFT examples at {path}: run the data stage first "
+                           "(notebooks/01_data.ipynb, or `tritonrl run --only 01_data` with the same profile and run)")
+    rows = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise SFTDataError(f"{path}:{i} is not valid JSON ({e}); re-run 01_data") from None
+        problem = _record_problem(rec)
+        if problem:
+            raise SFTDataError(f"{path}:{i}: {problem}; re-run 01_data")
+        rows.append({"prompt": rec["prompt"], "completion": rec["completion"]})
+    if not rows:
+        raise SFTDataError(f"{path} holds no examples: re-run 01_data")
+    if max_samples and len(rows) > max_samples:
+        rows = random.Random(seed).sample(rows, max_samples)
+    return Dataset.from_list(rows)
+
+
+def _record_problem(rec: Any) -> str | None:
+    if not isinstance(rec, dict) or "prompt" not in rec or "completion" not in rec:
+        return "a record needs `prompt` and `completion` (TRL's conversational prompt/completion form)"
+    for key, roles in (("prompt", ("system", "user")), ("completion", ("assistant",))):
+        msgs = rec[key]
+        if not isinstance(msgs, list) or not msgs or not all(
+                isinstance(m, dict) and m.get("role") in roles and isinstance(m.get("content"), str) for m in msgs):
+            return f"`{key}` must be a non-empty list of {{role, content}} messages with roles {'/'.join(roles)}"
+    return None
+
+
+def fit_to_length(dataset, tokenizer, max_len: int) -> tuple[Any, dict[str, int]]:
+    """Drop examples whose prompt alone fills `max_len` tokens (nothing would be left to learn) and
+    count those whose completion gets cut. Returns (dataset, {"dropped", "cut", "kept"})."""
+
+    def n_tokens(messages: list[dict], gen: bool) -> int:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen)
+        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    keep, cut = [], 0
+    for i, row in enumerate(dataset):
+        prompt_len = n_tokens(row["prompt"], True)
+        if prompt_len >= max_len - 8:
+            continue
+        keep.append(i)
+        cut += n_tokens(row["prompt"] + row["completion"], False) > max_len
+    stats = {"dropped": len(dataset) - len(keep), "cut": cut, "kept": len(keep)}
+    if not keep:
+        raise SFTDataError(f"every example's prompt fills max_seq_len={max_len} tokens, leaving no completion "
+                           "to learn from: raise max_seq_len (e.g. -p max_seq_len=2048)")
+    return (dataset.select(keep) if stats["dropped"] else dataset), stats
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fingerprint(cfg: RunConfig, data_file: Path, world_size: int, max_steps: int | None = None) -> dict[str, Any]:
+    """What the trained adapter depends on; a checkpoint is reused or resumed only when this matches."""
+    sft = {k: v for k, v in dataclasses.asdict(cfg.sft).items() if k not in _NOT_IN_FINGERPRINT}
+    return {"model": dataclasses.asdict(cfg.model), "sft": sft, "seed": cfg.seed,
+            "data_sha256": _sha256(data_file), "world_size": world_size, "max_steps": max_steps}
+
+
+# --------------------------------------------------------------------------- trainer checkpoints
+
+
+def trainer_checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of every `checkpoint-N` folder, oldest first."""
+    found = []
+    if output_dir.is_dir():
+        for p in output_dir.iterdir():
+            m = re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)
+            if m and p.is_dir():
+                found.append((int(m.group(1)), p))
+    return sorted(found)
+
+
+def checkpoint_is_complete(folder: Path) -> bool:
+    """The Trainer writes trainer_state.json last: a folder is complete when that file parses, names
+    this folder's step, and the adapter, optimizer and scheduler it needs are there."""
+    m = re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", folder.name)
+    state = folder / "trainer_state.json"
+    if not m or not state.is_file():
+        return False
+    try:
+        step = json.loads(state.read_text()).get("global_step")
+    except (json.JSONDecodeError, OSError):
+        return False
+    needed = ("adapter_config.json", "optimizer.pt", "scheduler.pt")
+    has_weights = any((folder / w).is_file() for w in ("adapter_model.safetensors", "adapter_model.bin"))
+    return step == int(m.group(1)) and has_weights and all((folder / n).is_file() for n in needed)
+
+
+def latest_complete_checkpoint(output_dir: Path) -> Path | None:
+    complete = [p for _, p in trainer_checkpoints(output_dir) if checkpoint_is_complete(p)]
+    return complete[-1] if complete else None
+
+
+def _same_result(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+    """Fingerprints that train the same adapter; the process count matters only to resuming mid-run."""
+    strip = lambda d: {k: v for k, v in d.items() if k != "world_size"}  # noqa: E731
+    return a is not None and strip(a) == strip(b)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+# --------------------------------------------------------------------------- processes
+
+
+class _Processes:
+    """Rank bookkeeping: a plain single process, or one of the DDP group that `accelerate launch`
+    (or torchrun) started; the launcher's RANK / WORLD_SIZE say which."""
+
+    def __init__(self, device: str):
+        self.world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.is_main = self.rank == 0
+        self._state = None
+        if self.world_size > 1:
+            from accelerate import PartialState
+
+            if device.startswith("cuda") and "LOCAL_RANK" in os.environ:
+                import torch
+
+                torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))  # "cuda" below means this rank's GPU
+
+            # joins the process group (NCCL, or gloo on the CPU) and selects this rank's GPU, so the
+            # policy loads onto it; the Trainer later reuses the same state
+            self._state = PartialState(cpu=not device.startswith("cuda"))
+
+    def wait(self) -> None:
+        if self._state is not None:
+            self._state.wait_for_everyone()
+
+
+# --------------------------------------------------------------------------- the trainer
+
+
+def _sft_config_kwargs(cfg: RunConfig, output_dir: Path, packing: bool, group_by_length: bool,
+                       max_steps: int | None, device: str) -> dict[str, Any]:
+    from trl import SFTConfig
+
+    s, m = cfg.sft, cfg.model
+    fields = {f.name for f in dataclasses.fields(SFTConfig)}
+    dtype = models.resolve_dtype(m.dtype, device)
+    import torch
+
+    on_gpu = device.startswith("cuda")
+    kw: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        num_train_epochs=float(s.epochs),
+        max_steps=max_steps if max_steps else -1,
+        per_device_train_batch_size=s.per_device_batch_size,
+        gradient_accumulation_steps=s.grad_accum_steps,
+        learning_rate=s.learning_rate,
+        logging_strategy="steps",
+        logging_steps=s.logging_steps,
+        save_strategy="steps",
+        save_steps=s.save_steps,
+        save_total_limit=s.save_total_limit,
+        save_only_model=False,  # optimizer, scheduler and RNG state: what resuming needs
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        bf16=on_gpu and dtype == torch.bfloat16,
+        fp16=on_gpu and dtype == torch.float16,
+        use_cpu=not on_gpu,
+        gradient_checkpointing=m.gradient_checkpointing,  # TRL's default is on; models.py decides
+        gradient_checkpointing_kwargs={"use_reentrant": False} if m.gradient_checkpointing else None,
+        max_length=s.max_seq_len,
+        packing=packing,
+        packing_strategy="bfd",
+        completion_only_loss=True,
+        report_to="none",
+        disable_tqdm=False,
+        dataloader_pin_memory=on_gpu,
+        ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient every step
+    )
+    # transformers 5 spells the warmup ratio as a fractional warmup_steps; older releases had warmup_ratio
+    kw["warmup_ratio" if "warmup_ratio" in fields else "warmup_steps"] = float(s.warmup_ratio)
+    if group_by_length and not packing:
+        if "train_sampling_strategy" in fields:
+            kw["train_sampling_strategy"] = "group_by_length"
+        elif "group_by_length" in fields:
+            kw["group_by_length"] = True
+    return {k: v for k, v in kw.items() if k in fields}
+
+
+def _compile_layers(model) -> int:
+    """torch.compile every decoder layer in place (parameter names unchanged, so checkpoints are too)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    layers = getattr(getattr(base, "model", base), "layers", None)
+    if layers is None:
+        raise ValueError(f"compile: no decoder layers found in {type(base).__name__}")
+    for layer in layers:
+        layer.compile(dynamic=True)
+    return len(layers)
+
+
+class _NoLoraInputCastWhileTraining(TrainerCallback):
+    """Skips PEFT's fp32 cast of LoRA inputs only between train begin and end, where autocast makes
+    it pointless; outside (generation with the same model, as RL does) the cast is needed."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        _set_lora_input_cast(self.model, False)
+
+    def on_train_end(self, args, state, control, **kwargs):
+        _set_lora_input_cast(self.model, True)
+
+
+def _setting(explicit: bool | None, cfg: RunConfig, name: str) -> bool:
+    """An explicit SpeedOptions choice, else the config's sft.<name> when this config has it, else off."""
+    return getattr(cfg.sft, name) if explicit is None else explicit
+
+
+def _set_lora_input_cast(model, enabled: bool) -> int:
+    """Turn PEFT's cast of LoRA inputs to the adapter dtype on or off; returns how many layers."""
+    n = 0
+    for module in model.modules():
+        if hasattr(module, "cast_input_dtype_enabled") and hasattr(module, "lora_A"):
+            module.cast_input_dtype_enabled = enabled
+            n += 1
+    return n
+
+
+def build_trainer(cfg: RunConfig, dataset, model, tokenizer, output_dir: Path,
+                  speed: SpeedOptions | None = None, callbacks: list | None = None,
+                  max_steps: int | None = None):
+    """(SFTTrainer, plan): the trainer for `model` on `dataset`, and a few words on how it batches."""
+    from trl import SFTConfig, SFTTrainer
+
+    speed = speed or SpeedOptions()
+    packing = cfg.sft.packing if speed.packing is None else speed.packing
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    device = str(base.device)
+    plan = []
+    if packing:
+        attention = speed.attention
+        if attention == "auto":
+            if base.config._attn_implementation in ("flash_attention_2", "flash_attention_3"):
+                attention = "native"  # flash-attention reads the packed boundaries itself
+            else:
+                import torch
+
+                dev = torch.device(device)
+                attention, why = packed_attention.select_backend(dev.type, dev.index, base.dtype)
+                plan.append(why)
+        if attention in packed_attention.BACKENDS:
+            packed_attention.use_packed_attention(model, attention)
+            plan.insert(0, f"packed rows of {cfg.sft.max_seq_len}, {attention} attention")
+        elif attention == "native":
+            plan.insert(0, f"packed rows of {cfg.sft.max_seq_len}, {base.config._attn_implementation} attention")
+        else:
+            raise ConfigError(f"unknown attention {attention!r}: use auto, varlen, loop or native")
+    else:
+        plan.append(f"padded batches{', grouped by length' if speed.group_by_length else ''}, "
+                    f"{base.config._attn_implementation} attention")
+    args = SFTConfig(**_sft_config_kwargs(cfg, output_dir, packing, speed.group_by_length, max_steps, device))
+    autocast = args.bf16 or args.fp16
+    cast = (not autocast) if speed.lora_input_cast is None else speed.lora_input_cast
+    extra_callbacks = []
+    if not cast:
+        if not autocast:
+            raise ConfigError("lora_input_cast=False needs bf16/fp16 autocast (a GPU run in bf16 or fp16)")
+        n_lora = _set_lora_input_cast(model, True)
+        extra_callbacks.append(_NoLoraInputCastWhileTraining(model))
+        plan.append(f"LoRA inputs left in {base.dtype} while training ({n_lora} modules)")
+    if _setting(speed.fused_kernels, cfg, "fused_kernels"):
+        if not device.startswith("cuda") and os.environ.get("TRITON_INTERPRET") != "1":
+            raise ConfigError("fused_kernels needs a CUDA GPU (or TRITON_INTERPRET=1, for tests)")
+        from .fused_ops import fuse_model
+
+        fused = fuse_model(model)
+        plan.append(f"fused Triton RMSNorm x{fused['rms_norm']}, SwiGLU x{fused['swiglu']}")
+    if _setting(speed.compile, cfg, "torch_compile"):
+        plan.append(f"{_compile_layers(model)} decoder layers compiled")
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         callbacks=[*(callbacks or []), *extra_callbacks])
+    return trainer, "; ".join(plan)
+
+
+def completion_nll(trainer, max_rows: int | None = None) -> tuple[float, int]:
+    """(summed negative log-likelihood, number of completion tokens) of the trainer's prepared data,
+    in order, batched and attended exactly as training does it (no gradient, no update). Two ways
+    of batching the same examples must give the same numbers; tests and the benchmark check that."""
+    import torch
+
+    model, data = trainer.model, trainer.train_dataset
+    rows = [data[i] for i in range(len(data) if max_rows is None else min(max_rows, len(data)))]
+    bs = trainer.args.per_device_train_batch_size
+    device = trainer.args.device
+    use_amp = device.type == "cuda" and (trainer.args.bf16 or trainer.args.fp16)
+    amp_dtype = torch.bfloat16 if trainer.args.bf16 else torch.float16
+    was_training = model.training
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        with torch.no_grad(), torch.autocast(device.type, dtype=amp_dtype, enabled=use_amp):
+            for i in range(0, len(rows), bs):
+                batch = trainer.data_collator(rows[i:i + bs])
+                batch = {k: v.to(device) if hasattr(v, "to") else v for k, v in batch.items()}
+                out = model(**batch, fused_lm_head=True)
+                total -= out.log_probs.float().sum().item()
+                count += int(out.label_mask.sum().item())
+    finally:
+        model.train(was_training)
+    return total, count
+
+
+# --------------------------------------------------------------------------- the entry
+
+
+def _base_model_spec(spec: str) -> str:
+    p = Path(spec).expanduser()
+    if spec not in ("embedded", "tiny") and p.exists():
+        return models.adapter_base(p) if models.is_adapter_dir(p) else str(p.resolve())
+    return spec
+
+
+def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOptions | None = None,
+              force: bool = False, max_steps: int | None = None,
+              echo: Callable[[str], None] | None = None) -> SFTResult:
+    """Train (or resume, or reuse) the run's SFT adapter; returns where it is and how it went.
+
+    `force` retrains from scratch even over a finished checkpoint. `max_steps` caps the number of
+    optimizer steps (benchmarks)."""
+    import torch
+    from transformers import set_seed
+
+    t_start = time.perf_counter()
+    procs = _Processes(models.resolve_device(cfg.device))
+
+    def say(msg: str) -> None:
+        if procs.is_main:
+            (echo or (lambda s: print(s, flush=True)))(msg)
+
+    paths = (paths or cfg.paths).ensure()
+    out = paths.sft_checkpoint
+    dataset = load_sft_dataset(paths, cfg.sft.max_samples, cfg.seed)
+    fp = fingerprint(cfg, paths.sft_train, procs.world_size, max_steps)
+
+    # 1. finished already? (with any number of processes: a 2-GPU adapter serves a 1-GPU notebook)
+    marker = _read_json(out / models.MARKER) if models.checkpoint_complete(out) else None
+    if marker and _same_result(marker.get("fingerprint"), fp) and not force:
+        say(f"SFT already finished: checkpoint at {out} (step {marker.get('global_step')}); "
+            "nothing to retrain (force=True trains again)")
+        return SFTResult(checkpoint=out, log=paths.sft_log, status="already_done",
+                         global_step=marker.get("global_step", 0), max_steps=marker.get("global_step", 0),
+                         final_loss=marker.get("final_loss"), train_loss=marker.get("train_loss"),
+                         tokens_per_s=marker.get("tokens_per_s"), world_size=procs.world_size,
+                         wall_s=time.perf_counter() - t_start, n_examples=len(dataset),
+                         plan=marker.get("plan", ""))
+
+    # 2. resume or start afresh
+    state = _read_json(paths.sft_run_state)
+    resume = latest_complete_checkpoint(out) if (state and state.get("fingerprint") == fp and not force) else None
+    resume_step = int(resume.name[len(CHECKPOINT_PREFIX):]) if resume else 0
+    if procs.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / models.MARKER).unlink(missing_ok=True)  # the adapter here is not this run's until saved again
+        for step, folder in trainer_checkpoints(out):
+            if resume is None or step > resume_step or not checkpoint_is_complete(folder):
+                shutil.rmtree(folder, ignore_errors=True)  # half-written, or from a different run
+        trim_sft_log(paths.sft_log, resume_step)
+        session = last_session(paths.sft_log) + 1 if resume else 1
+        _write_json(paths.sft_run_state, {"fingerprint": fp, "session": session,
+                                      "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    procs.wait()
+    session = (_read_json(paths.sft_run_state) or {}).get("session", 1)
+    say(f"SFT: {len(dataset)} examples from {paths.sft_train} -> {out}")
+    if resume:
+        say(f"SFT: resuming from {resume} (step {resume_step})")
+    elif state and state.get("fingerprint") != fp and not force:
+        say(f"SFT: settings or data changed since the checkpoints in {out} were written; training from scratch")
+
+    # 3. the policy: LoRA from the profile (8/4-bit base and gradient checkpointing included)
+    if procs.world_size > 1:  # the main process fills the model cache (GGUF conversion, tiny build) alone
+        if procs.is_main:
+            models.resolve_model(cfg.model.model, cfg.seed)
+        procs.wait()
+    set_seed(cfg.seed)
+    model, tokenizer = models.load_policy(cfg)
+    dataset, fit = fit_to_length(dataset, tokenizer, cfg.sft.max_seq_len)
+    if fit["dropped"] or fit["cut"]:
+        say(f"SFT: of {fit['kept'] + fit['dropped']} examples, {fit['cut']} are longer than max_seq_len="
+            f"{cfg.sft.max_seq_len} and are cut, {fit['dropped']} are dropped (the prompt alone fills it); "
+            "raise max_seq_len to keep them whole")
+    logger = JsonlLogCallback(paths.sft_log, session) if procs.is_main else None
+    trainer, plan = build_trainer(cfg, dataset, model, tokenizer, out, speed=speed,
+                                  callbacks=[logger] if logger else [], max_steps=max_steps)
+    say(f"SFT: {plan}")
+
+    # 4. train
+    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    metrics = dict(result.metrics or {})
+    records = logger.records if logger else []
+    final_loss = next((r["loss"] for r in reversed(read_sft_log(paths.sft_log)) if r.get("loss") is not None), None)
+    tokens_per_s = None
+    if records and records[-1]["elapsed_s"] > 0:
+        tokens_per_s = records[-1]["num_tokens"] / records[-1]["elapsed_s"]
+
+    # 5. the adapter, its tokenizer and the marker (written last)
+    out_result = SFTResult(
+        checkpoint=out, log=paths.sft_log, status="resumed" if resume else "trained",
+        resumed_from_step=resume_step if resume else None, global_step=trainer.state.global_step,
+        max_steps=trainer.state.max_steps, final_loss=final_loss, train_loss=metrics.get("train_loss"),
+        tokens_per_s=tokens_per_s, world_size=procs.world_size, n_examples=len(dataset), plan=plan)
+    if trainer.is_world_process_zero():
+        peft_model = trainer.accelerator.unwrap_model(trainer.model)
+        models.save_checkpoint(peft_model, tokenizer, out, base_model=_base_model_spec(cfg.model.model), extra={
+            "stage": "sft", "fingerprint": fp, "global_step": out_result.global_step,
+            "final_loss": final_loss, "train_loss": out_result.train_loss, "tokens_per_s": tokens_per_s,
+            "plan": plan, "world_size": procs.world_size,
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    procs.wait()
+    out_result.wall_s = time.perf_counter() - t_start
+    del trainer, model
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    say(out_result.summary())
+    return out_result
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tritonrl_lib.train.sft",
+        description="LoRA SFT of the run's policy on its SFT examples (resumes after a kill). "
+                    "Several GPUs: accelerate launch --num_processes N -m tritonrl_lib.train.sft ...")
+    parser.add_argument("--params", default="auto", help="profile: cpu, gpu, qwen7b, smoke or a YAML file (auto)")
+    parser.add_argument("--run", default=None, help="run name (folder under outputs/); default the profile's")
+    parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a setting, e.g. -p epochs=2 -p lora_r=32")
+    parser.add_argument("--force", action="store_true", help="train again even over a finished checkpoint")
+    parser.add_argument("--compile", action="store_true", default=None, help="torch.compile each decoder layer")
+    parser.add_argument("--fused-kernels", action="store_true", default=None,
+                        help="fused Triton RMSNorm and SwiGLU (CUDA)")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.params, overrides={"run": args.run} if args.run else None, cli=args.param)
+        speed = SpeedOptions(compile=args.compile, fused_kernels=args.fused_kernels)
+        result = train_sft(cfg, force=args.force, speed=speed)
+    except (ConfigError, SFTDataError, models.ModelLoadError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0 if result.checkpoint else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

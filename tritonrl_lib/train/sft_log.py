@@ -1,0 +1,129 @@
+"""The SFT training log: one JSON object per logging step in `paths.sft_log`, read by the report.
+
+A record: `step`, `epoch`, `loss`, `learning_rate`, `grad_norm`, `tokens_per_s` (real tokens, no
+padding, summed over all GPUs, since the previous record), `num_tokens` (this session's running
+total), `elapsed_s` (since this session's training began), `session` (1 for the first start, 2
+after the first resume, ...), plus TRL's `entropy` and `mean_token_accuracy` when present.
+
+Across resumes the file is appended to; a resume first drops the records past the checkpoint it
+resumes from (they are logged again), so every step appears once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from transformers import TrainerCallback
+
+_KEEP = ("loss", "learning_rate", "grad_norm", "entropy", "mean_token_accuracy")
+
+
+def read_sft_log(path: str | Path) -> list[dict[str, Any]]:
+    """The records of an SFT log (a torn last line from a killed run is skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def trim_sft_log(path: str | Path, keep_upto_step: int) -> int:
+    """Keep only the records with step <= keep_upto_step (0 empties the log); returns how many remain."""
+    path = Path(path)
+    rows = [r for r in read_sft_log(path) if r.get("step", 0) <= keep_upto_step]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tmp.replace(path)
+    return len(rows)
+
+
+def last_session(path: str | Path) -> int:
+    return max((r.get("session", 0) for r in read_sft_log(path)), default=0)
+
+
+class JsonlLogCallback(TrainerCallback):
+    """Appends one record per Trainer log event to the run's SFT log (main process only)."""
+
+    def __init__(self, path: str | Path, session: int):
+        self.path = Path(path)
+        self.session = session
+        self.t_begin: float | None = None
+        self._last_time: float | None = None
+        self._last_tokens = 0.0
+        self.records: list[dict[str, Any]] = []
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.t_begin = self._last_time = time.perf_counter()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        logs = logs or {}
+        if "loss" not in logs or not state.is_world_process_zero:
+            return  # the end-of-training summary and evaluation logs are not step records
+        now = time.perf_counter()
+        tokens = float(logs.get("num_tokens", 0.0))
+        dt = now - (self._last_time or now)
+        rec: dict[str, Any] = {"step": state.global_step, "epoch": round(float(state.epoch or 0.0), 4)}
+        for key in _KEEP:
+            if key in logs and logs[key] is not None:
+                v = float(logs[key])
+                rec[key] = v if math.isfinite(v) else None
+        rec["tokens_per_s"] = round((tokens - self._last_tokens) / dt, 1) if dt > 0 else None
+        rec["num_tokens"] = int(tokens)
+        rec["elapsed_s"] = round(now - (self.t_begin or now), 3)
+        rec["session"] = self.session
+        self._last_time, self._last_tokens = now, tokens
+        self.records.append(rec)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+
+
+def plot_sft_log(path: str | Path, out: str | Path | None = None, title: str = "SFT"):
+    """Loss and learning rate against the step, from an SFT log; saved to `out` when given.
+    Returns the matplotlib Figure."""
+    import matplotlib.pyplot as plt  # headless: matplotlib picks Agg by itself
+
+    rows = [r for r in read_sft_log(path) if r.get("loss") is not None]
+    if not rows:
+        raise ValueError(f"no loss records in {path}: has 02_sft trained yet?")
+    steps = [r["step"] for r in rows]
+    fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(10, 3.5))
+    ax_loss.plot(steps, [r["loss"] for r in rows], marker="o" if len(rows) < 30 else None, lw=1.5)
+    ax_loss.set_xlabel("step")
+    ax_loss.set_ylabel("training loss (completion tokens)")
+    ax_loss.set_title(f"{title}: loss")
+    ax_loss.grid(alpha=0.3)
+    lrs = [(r["step"], r["learning_rate"]) for r in rows if r.get("learning_rate") is not None]
+    if lrs:
+        ax_lr.plot([s for s, _ in lrs], [v for _, v in lrs], color="tab:orange", lw=1.5)
+    ax_lr.set_xlabel("step")
+    ax_lr.set_ylabel("learning rate")
+    ax_lr.set_title(f"{title}: learning rate")
+    ax_lr.grid(alpha=0.3)
+    first_step: dict[int, int] = {}
+    for r in rows:
+        first_step.setdefault(r.get("session", 1), r["step"])
+    for session, step in first_step.items():
+        if session > 1:
+            ax_loss.axvline(step, color="grey", ls=":", lw=1)  # where a resumed session began
+    fig.tight_layout()
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120)
+    return fig
