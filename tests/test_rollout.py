@@ -1,0 +1,327 @@
+"""Rollouts from real models (the tiny Qwen2 model, CPU): both engines agree with the model's own
+forward and with each other, left padding and batching change nothing, a fence-closing code
+block stops a completion (and its opening fence does not), seeds reproduce, n samples per prompt."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tritonrl_lib.config import load_config
+from tritonrl_lib.extract import extract_code
+from tritonrl_lib.models import load_base_model, load_policy, load_tokenizer
+from tritonrl_lib.rollout import (
+    FenceStop,
+    LeanDecoder,
+    Rollout,
+    SamplingConfig,
+    UnsupportedModel,
+    _Tracker,
+    closes_code_block,
+    rollout,
+    stop_token_ids,
+    token_pieces,
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    # Two cores shared by several processes: one BLAS thread each is several times faster.
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return load_config("smoke")
+
+
+def chat(tok, text: str) -> str:
+    return tok.apply_chat_template([{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True)
+
+
+@pytest.fixture(scope="module")
+def scrambled(cfg):
+    """The tiny model with LoRA attached and every weight redrawn large, so greedy decoding is
+    far from degenerate and any error in positions, padding or the LoRA merge changes tokens."""
+    model, tok = load_policy(cfg, trainable=True)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.3, generator=g)
+            elif "norm" not in name and "lora" not in name:
+                p.normal_(0, 0.15, generator=g)
+    model.eval()
+    prompts = [chat(tok, "write relu " * k) for k in (1, 3, 7)]
+    return model, tok, prompts
+
+
+GREEDY = dict(temperature=0.0, stop_at_fence=False)
+
+
+def token_lists(result):
+    return [[c.token_ids for c in group] for group in result.completions]
+
+
+# --------------------------------------------------------------------------- the engine is the model
+
+
+def test_lean_engine_matches_the_models_forward(scrambled):
+    model, tok, prompts = scrambled
+    lean = LeanDecoder(model)
+    ids = tok(prompts[2], add_special_tokens=False)["input_ids"]
+    assert lean.check_against(model, ids) < 1e-5
+
+
+@pytest.mark.parametrize("engine", ["lean", "hf"])
+def test_batched_greedy_equals_single_prompt_greedy(scrambled, engine):
+    model, tok, prompts = scrambled
+    r = Rollout(model, tok, engine=engine)
+    assert r.engine_name == engine
+    s = SamplingConfig(n_samples=2, max_new_tokens=24, batch_size=6, **GREEDY)
+    batched = token_lists(r.generate(prompts, s))  # prompts of 3 lengths share a batch
+    for i, p in enumerate(prompts):
+        alone = r.generate([p], SamplingConfig(n_samples=1, max_new_tokens=24, **GREEDY)).completions[0][0]
+        assert batched[i][0] == alone.token_ids
+        assert batched[i][1] == alone.token_ids  # greedy: every sample identical
+    assert len(set(tuple(b[0]) for b in batched)) == 3
+
+
+def test_lean_and_hf_engines_agree_with_a_trained_lora(scrambled):
+    model, tok, prompts = scrambled
+    s = SamplingConfig(n_samples=1, max_new_tokens=30, batch_size=3, **GREEDY)
+    lean = token_lists(Rollout(model, tok, engine="lean").generate(prompts, s))
+    hf = token_lists(Rollout(model, tok, engine="hf").generate(prompts, s))
+    assert lean == hf
+
+
+def test_refresh_follows_training(scrambled):
+    model, tok, prompts = scrambled
+    r = Rollout(model, tok, engine="lean")
+    s = SamplingConfig(n_samples=1, max_new_tokens=16, **GREEDY)
+    before = token_lists(r.generate(prompts[:1], s))
+    saved = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_B" in n}
+    try:
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if "lora_B" in n:
+                    p.mul_(-2.0)
+        stale = token_lists(r.generate(prompts[:1], s))
+        r.refresh()
+        fresh = token_lists(r.generate(prompts[:1], s))
+        want = token_lists(Rollout(model, tok, engine="hf").generate(prompts[:1], s))
+    finally:
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if n in saved:
+                    p.copy_(saved[n])
+    assert stale == before  # the engine holds its own weights until refreshed
+    assert fresh == want and fresh != before
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+@pytest.mark.parametrize("engine", ["lean", "hf"])
+def test_seeds_reproduce_and_differ(scrambled, engine):
+    model, tok, prompts = scrambled
+    r = Rollout(model, tok, engine=engine)
+
+    def run(seed):
+        s = SamplingConfig(n_samples=3, temperature=1.0, top_p=0.9, max_new_tokens=12, seed=seed,
+                           stop_at_fence=False, batch_size=9)
+        return token_lists(r.generate(prompts, s))
+
+    a, b, c = run(1), run(1), run(2)
+    assert a == b
+    assert a != c
+    assert any(len({tuple(x) for x in group}) > 1 for group in a)  # samples of a prompt differ
+
+
+def test_n_samples_per_prompt_across_batches(scrambled):
+    model, tok, prompts = scrambled
+    s = SamplingConfig(n_samples=5, temperature=1.0, max_new_tokens=6, batch_size=4, stop_at_fence=False)
+    res = rollout(model, tok, prompts, s)
+    assert len(res.completions) == 3
+    for i, group in enumerate(res.completions):
+        assert [c.sample_index for c in group] == list(range(5))
+        assert all(c.prompt_index == i and c.num_tokens == len(c.token_ids) for c in group)
+        assert all(c.prompt_tokens == len(tok(prompts[i], add_special_tokens=False)["input_ids"]) for c in group)
+    assert res.stats.sequences == 15 and res.stats.batches == 4  # 15 sequences in batches of 4
+    assert res.stats.generated_tokens == sum(c.num_tokens for c in res.flat())
+    assert all(c.finish_reason in ("eos", "length") for c in res.flat())
+
+
+def test_logprobs_match_a_forward_pass(scrambled):
+    model, tok, prompts = scrambled
+    s = SamplingConfig(n_samples=2, temperature=0.7, max_new_tokens=10, stop_at_fence=False,
+                       return_logprobs=True, seed=3)
+    res = Rollout(model, tok, engine="lean").generate(prompts[:2], s)
+    for c in res.flat():
+        ids = tok(prompts[c.prompt_index], add_special_tokens=False)["input_ids"] + c.token_ids
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids])).logits[0, c.prompt_tokens - 1:-1] / 0.7
+        want = torch.log_softmax(logits, -1).gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
+        assert torch.allclose(torch.tensor(c.logprobs), want, atol=1e-4)
+
+
+def test_finished_rows_compact_without_changing_the_rest(cfg):
+    """Sequences that stop early are dropped from the decode batch (8-row buckets); the rows that
+    go on produce exactly what they produce alone."""
+    model, tok = memorised(cfg)
+    short = chat(tok, MEMO_PROMPT)  # stops at the fence after ~15 tokens
+    other = chat(tok, "tell me a long story about kernels and grids")
+    r = Rollout(model, tok, engine="lean")
+    s = SamplingConfig(n_samples=6, max_new_tokens=40, batch_size=12, **{**GREEDY, "stop_at_fence": True})
+    res = r.generate([short, other], s)
+    assert all(c.finish_reason == "fence" for c in res.completions[0])
+    assert res.stats.compactions >= 1
+    alone = r.generate([other], SamplingConfig(n_samples=1, max_new_tokens=40, **{**GREEDY, "stop_at_fence": True}))
+    assert all(c.token_ids == alone.completions[0][0].token_ids for c in res.completions[1])
+
+
+# --------------------------------------------------------------------------- stopping at the code's end
+
+FENCED = [
+    # (completion text, where the stop must be: the text up to and including this marker)
+    ("Here is the kernel:\n```python\nimport triton\nx = 1\n```\nIt adds numbers.", "x = 1\n```\n"),
+    ("```python\ndef f():\n    return 1\n```\n\nExplanation below.", "return 1\n```\n"),
+    ("Sure! ```python\nx = 2\n```\nmore", "x = 2\n```\n"),  # fence opened at the end of a prose line
+    ("```py\nclass ModelNew:\n    pass```\ntrailing", "pass```\n"),  # glued closing fence
+    ("````python\ns = '```'\n```\nstill code\n````\nafter", "still code\n````\n"),  # a longer fence
+    ("```python\nprint('a')\n```python\nprint('b')\n```\nend", "print('b')\n```\n"),  # tagged line is not a close
+]
+
+
+@pytest.mark.parametrize("spec", ["tiny", "embedded"])
+def test_fence_stop_on_real_token_sequences(spec):
+    tok = load_tokenizer(spec)
+    pieces = token_pieces(tok)
+    eos = frozenset(stop_token_ids(object(), tok))
+    for text, marker in FENCED:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        tr = _Tracker(0, 0, 0, fence=True)
+        for token in ids:
+            if tr.push(token, pieces[token], eos, max_new=10_000):
+                break
+        assert tr.reason == "fence", text
+        got = tok.decode(tr.tokens)
+        cut = text.index(marker) + len(marker)
+        # the stop token is the one holding the newline after the closing fence
+        assert got.startswith(text[:cut - 1]) and len(got) <= cut + 4, (text, got)
+        assert closes_code_block(got)
+
+
+@pytest.mark.parametrize("text", [
+    "```python\nimport triton\n",  # open, never closed
+    "Here is how:\n```python",  # the opening fence alone
+    "no code at all\n",
+    "inline ```code``` only\n",
+])
+def test_no_stop_without_a_closing_fence(text):
+    det = FenceStop()
+    for ch in text:
+        det.feed(ch)
+    assert not det.done
+
+
+def test_stopped_text_extracts_as_a_closed_block():
+    tok = load_tokenizer("tiny")
+    pieces = token_pieces(tok)
+    for text, _ in FENCED:
+        tr = _Tracker(0, 0, 0, fence=True)
+        for token in tok(text, add_special_tokens=False)["input_ids"]:
+            if tr.push(token, pieces[token], frozenset(), 10_000):
+                break
+        ex = extract_code(tok.decode(tr.tokens))
+        assert ex.reason == "ok" and ex.method in ("fenced", "merged"), (text, ex)
+
+
+MEMO_PROMPT = "relu please"
+MEMO_COMPLETION = "Sure:\n```python\nx = torch.relu(x)\n```\nThat is all, it returns x."
+_MEMO: dict = {}
+
+
+def memorised(cfg):
+    """The tiny model trained (really, on CPU, a few seconds) to answer MEMO_PROMPT with a fenced
+    block followed by prose and an end-of-turn: a model that writes a closing fence by itself."""
+    if "model" not in _MEMO:
+        tok = load_tokenizer("tiny")
+        model = load_base_model(cfg.model, "cpu", spec="tiny")
+        p = tok(chat(tok, MEMO_PROMPT), add_special_tokens=False)["input_ids"]
+        c = tok(MEMO_COMPLETION + tok.eos_token, add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([p + c])
+        labels = torch.tensor([[-100] * len(p) + c])
+        torch.manual_seed(0)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        model.train()
+        for _ in range(300):
+            loss = model(input_ids=ids, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if loss.item() < 0.02:
+                break
+        model.eval()
+        _MEMO["model"], _MEMO["tok"] = model, tok
+    return _MEMO["model"], _MEMO["tok"]
+
+
+@pytest.mark.parametrize("engine", ["lean", "hf"])
+def test_generation_stops_at_the_closing_fence_not_the_opening_one(cfg, engine):
+    model, tok = memorised(cfg)
+    r = Rollout(model, tok, engine=engine)
+    prompt = chat(tok, MEMO_PROMPT)
+    stopped = r.generate([prompt], SamplingConfig(max_new_tokens=60, **{**GREEDY, "stop_at_fence": True}))
+    c = stopped.completions[0][0]
+    assert c.finish_reason == "fence"
+    assert c.text == "Sure:\n```python\nx = torch.relu(x)\n```\n"
+    assert extract_code(c.text).code == "x = torch.relu(x)\n"
+    # without the stop rule the same model goes on to its prose and end-of-turn
+    free = r.generate([prompt], SamplingConfig(max_new_tokens=60, **GREEDY)).completions[0][0]
+    assert free.finish_reason == "eos" and free.text == MEMO_COMPLETION
+    assert free.token_ids[:c.num_tokens] == c.token_ids
+
+
+# --------------------------------------------------------------------------- other models
+
+
+def test_unsupported_architecture_uses_generate(cfg):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    tok = load_tokenizer("tiny")
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=512, n_embd=32, n_layer=2, n_head=2,
+                                       eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)).eval()
+    with pytest.raises(UnsupportedModel, match="model_type"):
+        Rollout(model, tok, engine="lean")
+    r = Rollout(model, tok, engine="auto")
+    assert r.engine_name == "hf" and "gpt2" in r.note
+    res = r.generate([chat(tok, "hi"), chat(tok, "hello there")], SamplingConfig(n_samples=2, max_new_tokens=5))
+    assert res.stats.engine == "hf" and res.stats.sequences == 4
+
+
+def test_settings_are_checked():
+    with pytest.raises(ValueError, match="top_p"):
+        SamplingConfig(top_p=0)
+    with pytest.raises(ValueError, match="engine"):
+        SamplingConfig(engine="vllm")
+    cfg = load_config("cpu")
+    s = SamplingConfig.from_config(cfg, n_samples=10)
+    assert (s.n_samples, s.max_new_tokens, s.batch_size, s.temperature) == (10, 384, 16, cfg.rl.temperature)
+
+
+@pytest.mark.slow
+def test_embedded_model_lean_engine_matches_generate():
+    """The real SmolLM2 (Llama architecture) on CPU: the lean engine's greedy tokens equal
+    model.generate's."""
+    cfg = load_config("cpu")
+    model, tok = load_policy(cfg, trainable=False)
+    prompt = chat(tok, "Write a Triton kernel that adds two vectors.")
+    s = SamplingConfig(n_samples=1, max_new_tokens=24, **GREEDY)
+    lean = Rollout(model, tok, engine="lean")
+    assert lean.engine_name == "lean"
+    assert token_lists(lean.generate([prompt], s)) == token_lists(Rollout(model, tok, engine="hf").generate([prompt], s))

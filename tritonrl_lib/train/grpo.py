@@ -1,0 +1,307 @@
+"""GRPO with TRL's GRPOTrainer: LoRA policy, rewards from the verifier pool, curriculum-chosen prompts.
+
+Read top to bottom, `train_grpo`:
+
+1. loads the SFT adapter as a trainable PeftModel and the training tasks (same as best-of-N);
+2. builds a GRPOTrainer whose optimizer step is one *group batch*: `tasks_per_round` prompts x
+   `n_samples` completions (num_generations = n_samples; per-device batch = one group;
+   gradient accumulation over the groups, so they are generated together in one rollout);
+3. generates through `rollout_func` with our rollout engine (rollout.py: the same fast sampler and
+   stop-at-the-closing-fence rule as best-of-N). The curriculum chooses the tasks *at generation
+   time*: the trainer's dataset only holds `tasks_per_round` numbered slots, and each step's slots
+   are filled with the tasks the curriculum draws for that step (prompts built by prompts.py
+   through the chat template) - so the mix follows the latest rewards with no lag;
+4. scores each completion in the verifier pool (`verifier_reward`: candidate code never runs in
+   this process), updates the curriculum, records the best policy, and logs one line per step
+   to logs/rl_log.jsonl (with TRL's loss, KL and reward statistics merged in);
+5. saves resumable Trainer checkpoints in checkpoints/rl/checkpoint-N and the final adapter in
+   checkpoints/rl itself. A killed run resumes from the newest complete checkpoint; the
+   curriculum and the log are cut back to that step and continue.
+
+One process (one GPU, or the CPU): the curriculum's state lives in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .. import models
+from ..config import RunConfig, RunPaths
+from ..curriculum import Curriculum, CurriculumSettings
+from ..prompts import format_prompt
+from ..rollout import Rollout, SamplingConfig
+from ..tasks.task import Task
+from . import rl_common as rc
+
+METHOD = "grpo"
+_SLOT = re.compile(r"^curriculum slot (\d+)$")
+
+
+def slot_dataset(n_slots: int):
+    """The trainer's dataset: `n_slots` numbered placeholder prompts the rollout fills with tasks."""
+    from datasets import Dataset
+
+    return Dataset.from_dict({"prompt": [[{"role": "user", "content": f"curriculum slot {i}"}]
+                                         for i in range(n_slots)], "slot": list(range(n_slots))})
+
+
+def _slot_of(prompt: Any) -> int:
+    text = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+    m = _SLOT.match(text.strip())
+    if m is None:
+        raise ValueError(f"unexpected GRPO prompt {text[:60]!r}: the dataset must come from slot_dataset()")
+    return int(m.group(1))
+
+
+class GRPOPieces:
+    """The rollout function, the reward function and the log callback, sharing one step's state."""
+
+    def __init__(self, cfg: RunConfig, paths: RunPaths, model, tokenizer, by_level: dict[int, list[Task]],
+                 curriculum: Curriculum, pool, engine: str, base_spec: str, say: Callable[[str], None],
+                 extra_candidates: Callable[[Task, int], Sequence[str]] | None = None):
+        self.cfg, self.paths, self.model, self.tokenizer = cfg, paths, model, tokenizer
+        self.extra_candidates = extra_candidates
+        self.by_level, self.curriculum, self.pool, self.say = by_level, curriculum, pool, say
+        self.tasks_by_id = {t.id: t for ts in by_level.values() for t in ts}
+        self.base_spec = base_spec
+        self.sampler = Rollout(model, tokenizer, engine=engine)
+        self.sampling = SamplingConfig.from_config(cfg, engine=engine)
+        self.pending: dict[str, Any] | None = None  # this step's record, completed by on_log
+        self.history: list[dict[str, Any]] = []
+        self.__name__ = "verifier_reward"
+
+    # -- generation -------------------------------------------------------------------
+
+    def rollout(self, prompts: list, trainer) -> dict[str, Any]:
+        step = int(trainer.state.global_step)
+        slots = [_slot_of(p) for p in prompts]
+        uniq = list(dict.fromkeys(slots))
+        tasks = self.curriculum.sample_tasks(self.by_level, len(uniq), rng=self.curriculum.rng(step))
+        task_of = dict(zip(uniq, tasks))
+        counts = {s: slots.count(s) for s in uniq}
+        texts = [format_prompt(self.tokenizer, task_of[s]) for s in uniq]
+        self.sampler.refresh()  # the optimizer changed the weights since the last step
+        sampling = dataclasses.replace(self.sampling, n_samples=max(counts.values()),
+                                       seed=self.cfg.seed * 1000 + step)
+        t0 = time.perf_counter()
+        res = self.sampler.generate(texts, sampling)
+        rollout_s = time.perf_counter() - t0
+        prompt_ids = {s: self.tokenizer(t, add_special_tokens=False)["input_ids"] for s, t in zip(uniq, texts)}
+        # The extra_candidates hook (tests) puts known completions in place of a group's first samples;
+        # they are scored like the rest but marked `injected` and left out of the policy's statistics.
+        injected = {s: [self.tokenizer(text, add_special_tokens=False)["input_ids"]
+                        for text in self.extra_candidates(task_of[s], step)][:counts[s]]
+                    for s in uniq} if self.extra_candidates else {s: [] for s in uniq}
+        used = {s: 0 for s in uniq}
+        out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "task_id": [], "finish_reason": [],
+                                "injected": []}
+        for s in slots:
+            k = used[s]
+            used[s] += 1
+            if k < len(injected[s]):
+                ids, reason, inj = injected[s][k], "injected", True
+            else:
+                c = res.completions[uniq.index(s)][k]
+                ids, reason, inj = c.token_ids, c.finish_reason, False
+            out["prompt_ids"].append(prompt_ids[s])
+            # an empty completion would give TRL nothing to score; keep at least one token
+            out["completion_ids"].append(ids or [self.tokenizer.eos_token_id])
+            out["task_id"].append(task_of[s].id)
+            out["finish_reason"].append(reason)
+            out["injected"].append(inj)
+        st = res.stats
+        self.pending = {"method": METHOD, "step": step, "tasks": [task_of[s].id for s in uniq],
+                        "curriculum_p": self.curriculum.p_level2,
+                        "rollout": {"engine": st.engine, "tokens": st.generated_tokens, "seconds": round(rollout_s, 3),
+                                    "tokens_per_s": round(st.generated_tokens / rollout_s, 1) if rollout_s else None,
+                                    "finish_reasons": st.finish_reasons, "sequences": st.sequences,
+                                    "cuda_graphs": st.cuda_graphs}}
+        self.pending["rollout_tokens_per_s"] = self.pending["rollout"]["tokens_per_s"]
+        # TRL reads sampling log-probs only for vLLM importance sampling; we generate on-policy.
+        out["logprobs"] = None  # type: ignore[assignment]
+        return out
+
+    # -- reward -------------------------------------------------------------------------
+
+    def __call__(self, prompts, completions, completion_ids=None, task_id=None, trainer_state=None,
+                 injected=None, **kwargs) -> list[float]:
+        """The reward function: each completion's verdict reward from the verifier pool."""
+        if task_id is None:
+            raise ValueError("verifier_reward needs the task_id of each completion (from the rollout)")
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        tasks = [self.tasks_by_id[t] for t in task_id]
+        t0 = time.perf_counter()
+        verdicts = self.pool.map(tasks, texts, desc="verify")
+        verify_s = time.perf_counter() - t0
+        rewards = [float(v.reward) for v in verdicts]
+        step = int(trainer_state.global_step) if trainer_state is not None else self.curriculum.step
+        own = [i for i in range(len(tasks)) if not (injected and injected[i])]
+        stats = rc.verdict_stats([tasks[i].level for i in own], [verdicts[i] for i in own])
+        cur = self.curriculum.update([(tasks[i].level, bool(verdicts[i].correct)) for i in own],
+                                     method=METHOD, step=step)
+        rec = self.pending if self.pending is not None and self.pending.get("step") == step else \
+            {"method": METHOD, "step": step}
+        rec.update(stats)
+        rec["injected"] = len(tasks) - len(own)
+        rec["rewards"] = rewards
+        rec["verify"] = {"candidates": len(texts), "seconds": round(verify_s, 3),
+                         "per_minute": round(60 * len(texts) / verify_s, 1) if verify_s > 0 else None}
+        rec["verifications_per_min"] = rec["verify"]["per_minute"]
+        rec["curriculum_running_l1"] = cur.running_l1_rate
+        rec["curriculum_triggered_at"] = cur.triggered_at
+        self.pending = rec
+        if stats["mean_reward"] is not None:
+            rc.maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
+                                 where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"},
+                                 metric="mean_reward", value=stats["mean_reward"],
+                                 extra={"correct_rate": stats["correct_rate"], "samples": stats["samples"]})
+        mean = stats["mean_reward"] if stats["mean_reward"] is not None else float("nan")
+        self.say(f"grpo step {step}: correct {stats['correct']}/{stats['samples']}, "
+                 f"mean reward {mean:.3f}, P(L2)={rec.get('curriculum_p', float('nan')):.2f}")
+        return rewards
+
+    # -- logging ------------------------------------------------------------------------
+
+    def callback(self):
+        from transformers import TrainerCallback
+
+        pieces = self
+
+        class _Log(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                if pieces.pending is None or not logs or "loss" not in logs:
+                    return
+                rec = pieces.pending
+                rec["trl"] = {k: v for k, v in logs.items() if isinstance(v, (int, float))}
+                rc.append_log(pieces.paths.rl_log, rec)
+                pieces.history.append(rec)
+                pieces.pending = None
+
+        return _Log()
+
+
+def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
+    import torch
+    from trl import GRPOConfig
+
+    rl, m = cfg.rl, cfg.model
+    fields = {f.name for f in dataclasses.fields(GRPOConfig)}
+    dtype = models.resolve_dtype(m.dtype, device)
+    on_gpu = device.startswith("cuda")
+    kw: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        max_steps=rl.grpo_steps,
+        per_device_train_batch_size=rl.n_samples,  # one group of completions per micro-batch
+        gradient_accumulation_steps=rl.tasks_per_round,  # the step's groups, generated together
+        num_generations=rl.n_samples,
+        max_completion_length=rl.max_new_tokens,
+        temperature=rl.temperature,
+        top_p=rl.top_p,
+        learning_rate=rl.rl_learning_rate,
+        beta=rl.grpo_beta,
+        logging_strategy="steps",
+        logging_steps=1,
+        save_strategy="steps",
+        save_steps=max(1, rl.grpo_steps // 10),
+        save_total_limit=2,
+        save_only_model=False,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        bf16=on_gpu and dtype == torch.bfloat16,
+        fp16=on_gpu and dtype == torch.float16,
+        use_cpu=not on_gpu,
+        gradient_checkpointing=m.gradient_checkpointing,  # TRL's default is on; models.py decides
+        gradient_checkpointing_kwargs={"use_reentrant": False} if m.gradient_checkpointing else None,
+        remove_unused_columns=False,
+        report_to="none",
+        disable_tqdm=False,
+        dataloader_pin_memory=on_gpu,
+        warmup_steps=0,
+    )
+    return GRPOConfig(**{k: v for k, v in kw.items() if k in fields})
+
+
+def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, tasks: Sequence[Task] | None = None,
+               extra_candidates: Callable[[Task, int], Sequence[str]] | None = None, force: bool = False,
+               engine: str = "auto", echo: Callable[[str], None] | None = None) -> rc.RLResult:
+    """Run (or resume, or find finished) GRPO from the run's SFT adapter; see the module doc.
+
+    `extra_candidates(task, step) -> completions` replaces the first samples of each group with
+    known completions (the task's reference solution in the tests: best_of_n.reference_candidates);
+    they are verified and rewarded like the rest, and marked `injected` in the statistics."""
+    import torch
+    from transformers import set_seed
+    from trl import GRPOTrainer
+
+    from .sft import latest_complete_checkpoint, trainer_checkpoints
+
+    say = echo or (lambda s: print(s, flush=True))
+    t_start = time.perf_counter()
+    paths = (paths or cfg.paths).ensure()
+    start = rc.start_adapter(paths)
+    train_tasks = rc.select_rl_tasks(cfg, paths, tasks)
+    by_level = rc.pool_by_level(train_tasks)
+    fp = rc.fingerprint(cfg, METHOD, start, [t.id for t in train_tasks])
+    resuming = rc.prepare_state(cfg, paths, METHOD, fp, force, say)
+    root = paths.rl_checkpoint
+    base_spec = rc.base_model_spec(cfg)
+
+    final = rc.read_json(root / models.MARKER) if models.checkpoint_complete(root) else None
+    if resuming and final and final.get("final") and final.get("method") == METHOD:
+        say(f"RL GRPO already finished: {final.get('steps')} steps, adapter at {root}")
+        return rc.RLResult(METHOD, root, "already_done", rounds_done=int(final.get("steps", 0)),
+                           best=rc.read_best(paths), log=paths.rl_log, curriculum_log=paths.curriculum_log,
+                           wall_s=time.perf_counter() - t_start, history=rc.read_rl_log(paths))
+    resume = latest_complete_checkpoint(root) if resuming else None
+    for step, folder in trainer_checkpoints(root):
+        if resume is None or step > int(resume.name.split("-")[-1]):
+            import shutil
+
+            shutil.rmtree(folder, ignore_errors=True)  # half-written, or newer than what we resume
+    step0 = int(resume.name.split("-")[-1]) if resume else 0
+    rc.trim_log(paths.rl_log, "step", step0)
+    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
+                                   upto_step=step0)
+    say(f"RL GRPO: {len(train_tasks)} training tasks, {cfg.rl.grpo_steps} steps x {cfg.rl.tasks_per_round} tasks "
+        f"x {cfg.rl.n_samples} completions" + (f"; resuming from {resume.name}" if resume else ""))
+
+    set_seed(cfg.seed)
+    model, tokenizer = models.load_policy(cfg, adapter=start, trainable=True)
+    device = str(rc._device_of(model))
+    own_pool = pool is None
+    if own_pool:
+        from ..verify.pool import VerifierPool
+
+        pool = VerifierPool(cfg.verify)
+    pieces = GRPOPieces(cfg, paths, model, tokenizer, by_level, curriculum, pool, engine, base_spec, say,
+                        extra_candidates=extra_candidates)
+    if pieces.sampler.note:
+        say(f"RL: {pieces.sampler.note}")
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
+    try:
+        trainer = GRPOTrainer(model=model, reward_funcs=[pieces], args=_grpo_args(cfg, root, device),
+                              train_dataset=slot_dataset(cfg.rl.tasks_per_round), processing_class=tokenizer,
+                              callbacks=[pieces.callback()], rollout_func=pieces.rollout)
+        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        steps = int(trainer.state.global_step)
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        models.save_checkpoint(policy, tokenizer, root, base_model=base_spec, extra={
+            "stage": "rl", "method": METHOD, "steps": steps, "final": True, "fingerprint_start": fp["start"],
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        del trainer
+    finally:
+        if own_pool and pool is not None:
+            pool.close()
+        pieces.sampler.release()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    result = rc.RLResult(METHOD, root, "resumed" if resume else "trained", rounds_done=steps,
+                         best=rc.read_best(paths), log=paths.rl_log, curriculum_log=paths.curriculum_log,
+                         wall_s=time.perf_counter() - t_start, history=pieces.history)
+    say(result.summary())
+    return result
