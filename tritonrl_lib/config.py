@@ -110,6 +110,7 @@ class VerifyConfig:
     timing_trim: float = 0.1
     partial_credit: float = 1.0
     speedup_review: float = 10.0
+    compile_check: str = "auto"  # auto (frontend on CPU) | frontend | full (to cubin for sm_90) | off
     verify_cache: bool = False  # reuse verdicts from disk, keyed by task, code and these settings
 
 
@@ -377,6 +378,7 @@ def validate(cfg: RunConfig) -> None:
         ("rl", "method"): ("best_of_n", "grpo"),
         ("verify", "policy"): ("auto", "strict", "fusion"),
         ("verify", "timing"): ("auto", "on", "off"),
+        ("verify", "compile_check"): ("auto", "frontend", "full", "off"),
         ("device",): ("auto", "cpu", "cuda"),
     }
     for path, allowed in choices.items():

@@ -19,11 +19,11 @@ from typing import Any
 
 from .verdict import Verdict
 
-VERIFIER_VERSION = "1"
+VERIFIER_VERSION = "2"
 
 # settings that can change a verdict (timeout and memory limit only decide verdicts never stored)
 KEY_SETTINGS = ("atol", "rtol", "half_atol", "half_rtol", "num_variations", "timing_enabled", "timing_warmup",
-                "timing_trials", "timing_trim", "partial_credit", "speedup_review")
+                "timing_trials", "timing_trim", "partial_credit", "speedup_review", "compile_check")
 UNCACHED_REASONS = ("timeout", "memory_limit", "out_of_memory", "worker_lost", "internal_error", "pool_gone",
                     "crash_signal:SIGKILL", "timing_failed")
 

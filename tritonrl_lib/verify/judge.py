@@ -6,7 +6,8 @@ them. Candidate outputs are compared here, with numpy on raw bytes (never unpick
 chunk: dtype, shape, NaN rules, allclose with tolerances by dtype. The facts the child measured
 (Triton launches, the aten-op census, inputs unchanged) are judged here against the policy. The
 first failure stops the child at once; a stage gate is answered "go" only when every output of
-that stage was right.
+that stage was right. A `compile_error` reported from the tiny or full stage (a launch Triton
+rejects, on either device) means the candidate did not pass compile: stage "static", reward 0.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .compile_check import warm_full_pipeline
 from .reward import compute_reward
 from .sandbox import Limits, SandboxOutcome, run_sandboxed
 from .timing import speedup_stats
@@ -316,8 +318,9 @@ class Judge:
         if reason not in _CHILD_REASONS:
             reason = "runtime_error"
         stage = str(header.get("stage", ""))
-        if reason == "compile_error" and stage == "tiny" and self.passed == "compile":
-            # a Triton kernel that fails to compile at its first launch did not pass "compile"
+        if reason == "compile_error" and stage in ("tiny", "full"):
+            # a Triton kernel that fails to compile at a launch did not pass "compile", whichever input
+            # set made that launch: one definition on both devices (see compile_check.py)
             self.passed = "static"
         error = str(header.get("error", ""))[-3000:]
         variation = header.get("variation")
@@ -438,6 +441,8 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, A
             except (OSError, ValueError):
                 pass
 
+    if s.get("compile_check") == "full":
+        warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
     try:
         outcome = run_sandboxed(lambda ch: child_main(job, ch), judge.on_message, limits, workdir,
                                 watch_fd=conn.fileno() if conn is not None else None, on_start=started)

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Sequence
 from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
+from .compile_check import resolve_mode
 from .sandbox import kill_tree
 from .verdict import Verdict
 
@@ -261,6 +262,8 @@ class VerifierPool:
         else:
             notes.append("static check skipped")
         settings = dataclasses.asdict(cfg)
+        # CPU: compile every launch for CUDA too (compile_check.py); a GPU compiles them for real
+        settings["compile_check"] = resolve_mode(cfg.compile_check, self.device)
         timing = cfg.timing == "on" or (cfg.timing == "auto" and self.device == "cuda")
         settings["timing_enabled"] = timing and self.device == "cuda"
         if self.device != "cuda" and cfg.timing != "off":

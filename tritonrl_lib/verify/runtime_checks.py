@@ -2,7 +2,9 @@
 
 - `LaunchTracker` counts Triton kernel launches by wrapping `JITFunction.run` and the interpreter's
   `InterpretedFunction.run` (autotuned and heuristic kernels end in one of these), and records where
-  each launched kernel was defined: only kernels from the candidate's own file count.
+  each launched kernel was defined: only kernels from the candidate's own file count. On the CPU it
+  also hands every launch (inside `forward` or not) to `on_launch`, the compile check, before the
+  interpreter runs it.
 - `OpCensus` lists the aten ops run during `forward` (a TorchDispatchMode). It is paused only while
   the interpreter copies a launch's arguments to and from the host (with torch ops of its own).
 - Stale memory: an output that a kernel never wrote must not inherit correct values from memory the
@@ -21,6 +23,8 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from .compile_check import CUDACompileError, mark_compiled
 
 
 class OpCensus(TorchDispatchMode):
@@ -58,6 +62,7 @@ class LaunchTracker:
         self.launches = 0
         self.kernels: Counter[str] = Counter()
         self.foreign: Counter[str] = Counter()
+        self.on_launch: Any = None  # (kernel, args, kwargs) -> compiled? Called before every launch
         self._installed = False
 
     def install(self) -> None:
@@ -83,10 +88,35 @@ class LaunchTracker:
         def run(fn_self, *args, **kwargs):
             if tracker.active and not kwargs.get("warmup"):
                 tracker._record(fn_self)
-            return original(fn_self, *args, **kwargs)
+            if tracker.on_launch is None or kwargs.get("warmup"):
+                return original(fn_self, *args, **kwargs)
+            try:
+                compiled = tracker._check(fn_self, args, kwargs)
+            except CUDACompileError as e:
+                # the compiler's message is the error; the check's own frames tell the reader nothing
+                raise e.with_traceback(None) from None
+            if not compiled:
+                return original(fn_self, *args, **kwargs)
+            try:
+                return original(fn_self, *args, **kwargs)
+            except Exception as e:
+                mark_compiled(e)  # Triton's compiler accepted this launch: see compile_check
+                raise
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         cls.run = run
+
+    def _check(self, kernel: Any, args: tuple, kwargs: dict[str, Any]) -> bool:
+        # the compile check's own work (a second import of the module, the compiler) is not the
+        # candidate's compute: the census does not count it
+        census = self.census
+        if census is not None:
+            census.paused += 1
+        try:
+            return bool(self.on_launch(kernel, args, kwargs))
+        finally:
+            if census is not None:
+                census.paused -= 1
 
     def _pause_census(self, cls: type, name: str) -> None:
         original = getattr(cls, name)
@@ -133,13 +163,25 @@ def interpreter_autotune() -> None:
 
     The autotuner times its configs through the GPU driver, which the interpreter does not have,
     so a correct autotuned kernel would fail on the CPU. Here each config still runs once (a broken
-    config still fails the candidate) and all report the same time, so the first config is kept.
+    config still fails the candidate) and all report the same time, so the first config is kept. A
+    config that fails to compile with a static_assert, OutOfResources or a ptxas error is skipped
+    (infinite time), as the GPU autotuner skips it.
     """
     from triton.runtime.autotuner import Autotuner
 
+    from .compile_check import BENCH_TOLERATED, CUDACompileError, interpreter_static_assert
+
     def run_each_config_once(kernel_call, quantiles=None, **_):
-        kernel_call()
-        return [1.0] * len(quantiles) if quantiles else 1.0
+        try:
+            kernel_call()
+            time = 1.0
+        except Exception as e:
+            skipped = (isinstance(e, CUDACompileError) and e.kind in BENCH_TOLERATED) \
+                or interpreter_static_assert(e)
+            if not skipped:
+                raise
+            time = float("inf")
+        return [time] * len(quantiles) if quantiles else time
 
     Autotuner.do_bench = property(lambda self: run_each_config_once)
 

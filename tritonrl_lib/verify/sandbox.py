@@ -39,6 +39,8 @@ _LEN = struct.Struct("<I")
 MAX_HEADER_BYTES = 4 << 20
 MAX_PROCESSES = 16  # a candidate's tree (the child included) may not hold more live processes
 POLL_S = 0.05
+EXIT_POLL_S = 0.002  # how often, for EXIT_WATCH_S after the child's pipe closed
+EXIT_WATCH_S = 0.25
 WATCH_EVERY_S = 0.1  # how often /proc is read for RSS and process counts
 KILL_GRACE_S = 10.0
 
@@ -380,6 +382,7 @@ def run_sandboxed(
     exit_status: int | None = None
     exited_at: float | None = None
     eof = False
+    eof_at: float | None = None
     last_watch = 0.0
     peak_rss = 0
     leftover = 0
@@ -389,14 +392,16 @@ def run_sandboxed(
             watch = [c2w_r] if not eof else []
             if watch_fd is not None:
                 watch.append(watch_fd)
-            ready, _, _ = select.select(watch, [], [], POLL_S)
+            # right after the pipe hit EOF the child is exiting: look for its exit status again soon
+            soon = eof_at is not None and exit_status is None and time.monotonic() - eof_at < EXIT_WATCH_S
+            ready, _, _ = select.select(watch, [], [], EXIT_POLL_S if soon else POLL_S)
             if watch_fd is not None and watch_fd in ready:
                 kill_reason, detail = "pool_gone", "the pool closed its connection"
                 break
             if c2w_r in ready:
                 data = os.read(c2w_r, 1 << 20)
                 if not data:
-                    eof = True
+                    eof, eof_at = True, time.monotonic()
                 else:
                     try:
                         for header, blobs in reader.feed(data):
@@ -537,6 +542,13 @@ def _worker_imports(device: str) -> None:
     """Everything a child needs, imported once in the worker so each fork starts warm."""
     import numpy  # noqa: F401
     import torch  # noqa: F401
+
+    if device == "cpu":
+        # first a copy of Triton with the interpreter off, set aside for the compile check
+        # (compile_check.py); then the interpreted one the candidates run under
+        from .compile_check import stash_compiler_triton
+
+        stash_compiler_triton()
     import triton  # noqa: F401
     import triton.language  # noqa: F401
 
@@ -615,6 +627,11 @@ def _main(argv: list[str]) -> None:
     ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
     args = ap.parse_args(argv)
     worker_main(args.fd, args.device)
+    # leave without tearing down modules: the compiler's set-aside copy of Triton (compile_check.py)
+    # would make the extension report its objects as leaked
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,11 @@ overwritten here). Only then (`ref_done`) is the candidate imported and run:
 Each candidate call runs under a fresh copy of its inputs, with the allocator poisoned, the launch
 tracker and op census active; its outputs and those facts go to the worker, which judges. After
 tiny and after full the child asks the worker (a gate) whether to go on.
+
+On the CPU every kernel launch is also compiled for CUDA before the interpreter runs it
+(compile_check.py), as a GPU compiles it at its first launch: a launch that does not compile ends
+the candidate with `compile_error`, and the judge counts it as not passing compile, whichever stage
+made the launch.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any
 
 import torch
 
+from .compile_check import SM, LaunchCompiler, compile_failure_kind, compiler_available, interpreter_only
 from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, is_plain_tensor,
                              perturb_host_allocator,
                              poison_allocator, same_bits, scrub)
@@ -89,11 +95,9 @@ def classify(exc: BaseException, stage: str) -> str:
     if (accel is not None and isinstance(exc, accel)) or "cuda error" in low or "illegal memory access" in low \
             or "device-side assert" in low or "cudaerror" in low:
         return "cuda_error"
-    try:
-        from triton.compiler.errors import CompilationError
-    except ImportError:
-        CompilationError = ()
-    if isinstance(exc, CompilationError):
+    # Triton rejected a kernel or a launch before running it (the same rule on both devices; the
+    # interpreter's version of a compiler rule counts too): see compile_check
+    if compile_failure_kind(exc) is not None:
         return "compile_error"
     return "compile_error" if stage == "compile" else "runtime_error"
 
@@ -138,6 +142,7 @@ class Child:
         self.device = "cuda" if job["device"] == "cuda" else "cpu"
         self.workdir = os.getcwd()
         self.source = job["task_source"]
+        self.compiler: LaunchCompiler | None = None
 
     # ---------------------------------------------------------------- setup
 
@@ -300,6 +305,15 @@ class Child:
         census = OpCensus()
         tracker = LaunchTracker(path, census)
         tracker.install()
+        mode = self.s.get("compile_check")
+        if self.device == "cpu" and mode in ("frontend", "full"):
+            # every launch is compiled for CUDA before the interpreter runs it, as a GPU would
+            available, why = compiler_available()
+            if available:
+                self.compiler = LaunchCompiler(mode, path, self.note)
+                tracker.on_launch = self.compiler.check
+            else:
+                self.note(f"compile check skipped: {why.splitlines()[0] if why else 'no compiler'}")
         if self.device == "cpu":
             interpreter_autotune()
             # outputs live in host memory: from here on glibc fills every block it hands out, so an
@@ -335,6 +349,9 @@ class Child:
                     return
             if not self.ch.gate(stage):
                 return
+        if self.compiler is not None and self.compiler.compiled:
+            self.note(f"compile check: {self.compiler.compiled} distinct launch(es) compiled for CUDA "
+                      f"sm_{SM} ({self.compiler.mode})")
         if self.s.get("timing_enabled") and self.device == "cuda":
             self.timing(plan, models)
         self.ch.send({"type": "done"})
@@ -369,6 +386,9 @@ class Child:
             self.sync()
         except BaseException as e:
             tracker.end()
+            if interpreter_only(e):
+                self.note("the interpreter rejected a launch that compiles for CUDA (an interpreter limitation): "
+                          "scored as a runtime error")
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": _excerpt(e)})
             return False
