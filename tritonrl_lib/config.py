@@ -102,7 +102,8 @@ class VerifyConfig:
     half_rtol: float = 5e-2
     num_variations: int = 5
     timeout_s: float = 120.0
-    workers: int = 0  # 0 = one per visible GPU, or min(4, cores) on CPU
+    workers: int = 0  # 0 = workers_per_gpu per visible GPU, or min(4, cores) on CPU
+    workers_per_gpu: int = 4  # candidates checked side by side on one GPU; each timing runs alone
     memory_limit_mb: int = 8192
     timing: str = "auto"  # auto (on when a GPU is visible) | on | off
     timing_warmup: int = 10
@@ -390,7 +391,8 @@ def validate(cfg: RunConfig) -> None:
     if cfg.model.load_in_8bit and cfg.model.load_in_4bit:
         raise ConfigError("load_in_8bit and load_in_4bit are both set; choose one")
     positive = [("rl", "n_samples"), ("rl", "top_k"), ("rl", "rounds"), ("model", "lora_r"),
-                ("sft", "per_device_batch_size"), ("verify", "timing_trials"), ("eval", "eval_k")]
+                ("sft", "per_device_batch_size"), ("verify", "timing_trials"), ("verify", "workers_per_gpu"),
+                ("eval", "eval_k")]
     for path in positive:
         if _get(cfg, path) < 1:
             raise ConfigError(f"{'.'.join(path)} must be at least 1, got {_get(cfg, path)}")

@@ -34,6 +34,7 @@ from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
 from .compile_check import resolve_mode
+from .gpu_lock import lock_path
 from .sandbox import kill_tree
 from .verdict import Verdict
 
@@ -102,7 +103,7 @@ class VerifierPool:
             raise VerifierError("device='cuda' but no GPU is visible; use device='auto' or 'cpu'")
         self.device = "cuda" if gpus else "cpu"
         if self.device == "cuda":
-            n = workers or len(gpus)
+            n = workers or self.config.workers or len(gpus) * self.config.workers_per_gpu
             self._gpu_ids = [gpus[i % len(gpus)] for i in range(n)]
         else:
             n = workers or self.config.workers or min(4, os.cpu_count() or 1)
@@ -366,8 +367,12 @@ class VerifierPool:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         if self.device == "cuda":
-            env["CUDA_VISIBLE_DEVICES"] = self._gpu_ids[slot]
+            gpu = self._gpu_ids[slot]
+            env["CUDA_VISIBLE_DEVICES"] = gpu
             env.pop("TRITON_INTERPRET", None)
+            # workers on one GPU split its memory, and take turns to time (gpu_lock.py)
+            env["TRITONRL_GPU_SHARERS"] = str(self._gpu_ids.count(gpu))
+            env["TRITONRL_GPU_LOCK"] = lock_path(gpu)
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""
             env["TRITON_INTERPRET"] = "1"

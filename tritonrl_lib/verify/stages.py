@@ -23,6 +23,7 @@ made the launch.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import sys
@@ -36,6 +37,7 @@ from .compile_check import SM, LaunchCompiler, compile_failure_kind, compiler_av
 from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, is_plain_tensor,
                              perturb_host_allocator,
                              poison_allocator, same_bits, scrub)
+from .gpu_lock import GpuLock
 from .sandbox import ChildChannel
 from .variations import (VARIATION_ORDER, cast_floats, cpu_copies, describe_inputs, larger_plan,
                          load_module_file, load_task_module, scaled, tiny_plans, to_device)
@@ -147,9 +149,14 @@ class Child:
     # ---------------------------------------------------------------- setup
 
     def setup(self) -> None:
+        self.gpu_lock = None
         if self.device == "cuda":
             torch.cuda.set_device(0)
-            torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION)
+            sharers = max(1, int(os.environ.get("TRITONRL_GPU_SHARERS", "1")))
+            torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION / sharers)
+            if os.environ.get("TRITONRL_GPU_LOCK"):
+                self.gpu_lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"])
+                self.gpu_lock.share()
         else:
             torch.set_num_threads(max(1, int(self.job.get("threads", 1))))
 
@@ -414,8 +421,9 @@ class Child:
         try:
             ref_in = to_device(original.inputs, self.device)
             cand_in = to_device(original.inputs, self.device)
-            times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in),
-                              int(self.s.get("timing_warmup", 10)), int(self.s.get("timing_trials", 50)))
+            with self.gpu_lock.alone() if self.gpu_lock else contextlib.nullcontext():
+                times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in),
+                                  int(self.s.get("timing_warmup", 10)), int(self.s.get("timing_trials", 50)))
         except BaseException as e:
             self.ch.send({"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": _excerpt(e)})
             return
