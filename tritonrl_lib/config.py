@@ -51,6 +51,7 @@ class DataConfig:
     kernelbook_max_rows: int = 0  # 0 = all rows
     n_sft_examples: int = 1000
     heldout_fraction: float = 0.25  # fraction of op families held out of training
+    data_verify_device: str = "cpu"  # cpu (interpreter, every core; no timing needed) | auto (GPU if any)
 
 
 @dataclass
@@ -376,6 +377,7 @@ def validate(cfg: RunConfig) -> None:
         ("model", "dtype"): ("auto", "float32", "bfloat16", "float16"),
         ("model", "attn_implementation"): ("auto", "sdpa", "eager", "flash_attention_2"),
         ("data", "task_size"): ("small", "full"),
+        ("data", "data_verify_device"): ("cpu", "auto"),
         ("rl", "method"): ("best_of_n", "grpo"),
         ("verify", "policy"): ("auto", "strict", "fusion"),
         ("verify", "timing"): ("auto", "on", "off"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -40,6 +41,14 @@ class DataResult:
 def kernelbook_options(cfg: RunConfig) -> tuple[bool, int]:
     """(verify KernelBook solutions?, max rows, 0 = all)."""
     return cfg.data.kernelbook_verify, cfg.data.kernelbook_max_rows
+
+
+def data_pool_workers(cfg: RunConfig) -> int | None:
+    """Training pairs need no timing, so on CPU workers they can use every core a GPU machine has
+    (the interpreter plus the compile check gives the GPU's verdicts); None = the pool's default."""
+    if cfg.verify.workers or cfg.data.data_verify_device != "cpu":
+        return None
+    return max(2, (os.cpu_count() or 2) - 2)
 
 
 def tasks_digest(tasks: list[Task]) -> str:
@@ -146,7 +155,8 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
     if own_pool and (cfg.data.n_sft_examples > 0 or (kb is not None and kb_verify)):
         from ..verify import VerifierPool
 
-        pool = VerifierPool(cfg.verify, cache=True, progress=False)
+        pool = VerifierPool(cfg.verify, cache=True, progress=False, device=cfg.data.data_verify_device,
+                            workers=data_pool_workers(cfg))
     try:
         examples, gstats = generate_sft_examples(split.train_families, cfg.data.n_sft_examples, cfg.seed,
                                                  pool=pool, progress=progress)
