@@ -309,9 +309,10 @@ def test_settings_are_checked():
         SamplingConfig(top_p=0)
     with pytest.raises(ValueError, match="engine"):
         SamplingConfig(engine="vllm")
-    cfg = load_config("cpu")
-    s = SamplingConfig.from_config(cfg, n_samples=10)
-    assert (s.n_samples, s.max_new_tokens, s.batch_size, s.temperature) == (10, 384, 16, cfg.rl.temperature)
+    cfg = load_config("cpu", {"max_new_tokens": 77, "rollout_batch_size": 5, "temperature": 0.6})
+    s = SamplingConfig.from_config(cfg, n_samples=10)  # the call's own value wins over the profile's
+    assert (s.n_samples, s.max_new_tokens, s.batch_size, s.temperature) == (10, 77, 5, 0.6)
+    assert SamplingConfig.from_config(cfg).n_samples == cfg.rl.n_samples
 
 
 @pytest.mark.slow

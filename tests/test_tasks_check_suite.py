@@ -4,18 +4,44 @@ its ahead-of-time CUDA compile check must catch kernels only the real compiler r
 from __future__ import annotations
 
 import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
 from tritonrl_lib.tasks import load_builtin
-from tritonrl_lib.tasks.check_suite import check_task, compile_launches, dry_launches
+from tritonrl_lib.tasks.check_suite import CheckResult, compile_launches, dry_launches
 from tritonrl_lib.tasks.kb_format import rewrite_constants
 
+# Whether Triton's own helpers (tl.sum, ...) run under the interpreter is fixed when triton is first
+# imported, and other tests import it without; so every CPU check runs in a fresh interpreter.
+_CHILD = """
+import pickle, sys
+from tritonrl_lib.tasks.check_suite import check_task
+task = pickle.load(open(sys.argv[1], "rb"))
+try:
+    result = check_task(task)
+except Exception as e:
+    result = e
+pickle.dump(result, open(sys.argv[2], "wb"))
+"""
 
-@pytest.fixture(autouse=True)
-def interpreter(monkeypatch):
-    # kernels defined while this is set run under Triton's interpreter (no GPU here)
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+def check_task(task, interpret: str = "1") -> CheckResult:
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = Path(d) / "task.pkl", Path(d) / "result.pkl"
+        src.write_bytes(pickle.dumps(task))
+        proc = subprocess.run([sys.executable, "-c", _CHILD, str(src), str(dst)], capture_output=True, text=True,
+                              env={**os.environ, "TRITON_INTERPRET": interpret}, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        result = pickle.loads(dst.read_bytes())
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def builtin(name: str, size: str = "small"):
@@ -45,6 +71,15 @@ class ModelNew(nn.Module):
     def forward(self, x):
         {forward}
 '''
+
+
+def test_a_process_without_the_interpreter_is_refused_with_the_fix():
+    try:
+        check_task(RELU, interpret="0")
+    except RuntimeError as e:
+        assert "TRITON_INTERPRET=1" in str(e) and "fresh process" in str(e)
+    else:
+        raise AssertionError("check_task ran CPU kernels without the interpreter")
 
 
 def test_reference_solution_passes_and_its_launches_are_recorded():

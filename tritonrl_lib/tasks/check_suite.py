@@ -204,15 +204,24 @@ def dry_launches(task: Task, dtype: str = "float32", workdir: Path | None = None
     """The launches the reference solution makes at the task's own sizes, without computing.
 
     Models and inputs are built on the meta device (no memory, no data) and the kernels are only
-    recorded, so full GPU sizes cost nothing here. Needs TRITON_INTERPRET=1 in this process.
+    recorded, so full GPU sizes cost nothing here. Nothing runs, so any process will do.
     """
     import torch
 
     own_dir = tempfile.TemporaryDirectory() if workdir is None else None
     wd = Path(own_dir.name) if own_dir else workdir
+    saved = os.environ.get("TRITON_INTERPRET")
     try:
-        ref_mod = _import_source(task.source, "task", wd)
-        new_mod = _import_source(task.reference_solution or "", "solution", wd)
+        # the solution's kernels are made interpreted so a launch needs no GPU driver to be recorded
+        os.environ["TRITON_INTERPRET"] = "1"
+        try:
+            ref_mod = _import_source(task.source, "task", wd)
+            new_mod = _import_source(task.reference_solution or "", "solution", wd)
+        finally:
+            if saved is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = saved
         with _LaunchRecorder(execute=False) as recorder, torch.device("meta"), torch.no_grad():
             init = ref_mod.get_init_inputs()
             inputs = ref_mod.get_inputs()
@@ -294,12 +303,26 @@ def _compile_job_file(job_path: str, result_path: str) -> None:
     Path(result_path).write_text(json.dumps(_compile_in_this_process(jobs, data["sm"])))
 
 
+def _require_interpreter() -> None:
+    # Triton's own helpers (tl.sum, tl.max, ...) are @triton.jit functions made when triton.language
+    # is first imported; made without the interpreter, a CPU kernel calling them fails with a
+    # misleading "outside of the scope of a kernel", so refuse early with the fix instead.
+    import triton.language as tl
+
+    if type(tl.sum).__name__ != "InterpretedFunction":
+        raise RuntimeError("check_task on CPU needs TRITON_INTERPRET=1 set before triton is first imported "
+                           "in this process; run it in a fresh process "
+                           "(python -m tritonrl_lib.tasks.check_suite sets it for you)")
+
+
 def check_task(task: Task, *, dtypes: tuple[str, ...] = ("float32",), device: str = "cpu",
                workdir: Path | None = None) -> CheckResult:
     """Run every variation of one task against its reference solution, recording its launches."""
     import torch
 
     assert task.reference_solution, f"{task.id} has no reference solution"
+    if device == "cpu":
+        _require_interpreter()
     own_dir = tempfile.TemporaryDirectory() if workdir is None else None
     wd = Path(own_dir.name) if own_dir else workdir
     start = time.perf_counter()
