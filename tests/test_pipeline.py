@@ -10,7 +10,7 @@ import pytest
 
 from notebook_fixtures import two_stage_pipeline, write_notebook
 from tritonrl_lib.config import ConfigError
-from tritonrl_lib.pipeline import NotebookFailed, discover_notebooks, run_pipeline
+from tritonrl_lib.pipeline import NotebookFailed, discover_notebooks, notebooks_dir, run_pipeline
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -125,3 +125,20 @@ def test_cli_entry_point_installed():
     out = subprocess.run([sys.executable, "-m", "tritonrl_lib.cli", "config", "--params", "smoke", "--list"],
                          capture_output=True, text=True, check=True).stdout
     assert "n_samples" in out and "rl.n_samples" in out
+
+
+@pytest.mark.parametrize("notebook", sorted(p.name for p in discover_notebooks(notebooks_dir())))
+def test_papermill_sees_every_parameter_of_the_real_notebooks(notebook):
+    # papermill reads a parameters cell line by line and silently drops a line it cannot parse
+    # (a comment with a quote or '=' in it), then warns "unknown parameter" when one is passed
+    import ast
+
+    import papermill
+
+    path = notebooks_dir() / notebook
+    nb = json.loads(path.read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    declared = [t.id for node in ast.parse("".join(cell["source"])).body if isinstance(node, ast.Assign)
+                for t in node.targets]
+    inferred = list(papermill.inspect_notebook(str(path)))
+    assert declared and inferred == declared

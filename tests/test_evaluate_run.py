@@ -1,0 +1,131 @@
+"""Evaluating real models and real completions: the tiny model through rollout and the verifier,
+checkpoints per stage, resuming, fixed seeds, and known-good solutions scored by the real pool."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tritonrl_lib import models
+from tritonrl_lib.config import load_config
+from tritonrl_lib.evaluate import (EvalError, MissingCheckpoint, eval_sampling, evaluate_run, load_eval_tasks,
+                                   score_completions, stage_model)
+from tritonrl_lib.prompts import format_completion
+from tritonrl_lib.tasks import load_tasks
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def smoke(run_dir, **overrides):
+    return load_config("smoke", overrides={"outputs_dir": str(run_dir), "run": "ev", "eval_tasks": "builtin",
+                                           "num_tasks": 2, "eval_k": 1, **overrides})
+
+
+def quiet(_msg: str) -> None:
+    pass
+
+
+@pytest.mark.slow
+def test_stages_are_evaluated_skipped_and_resumed(run_dir):
+    cfg = smoke(run_dir)
+    paths = cfg.paths.ensure()
+    # an SFT adapter as 02_sft saves one (fresh LoRA on the tiny model)
+    model, tok = models.load_policy(cfg)
+    models.save_checkpoint(model, tok, paths.checkpoint("sft"), base_model="tiny", extra={"stage": "sft"})
+    del model
+
+    result = evaluate_run(cfg, paths, progress=False, log=quiet)
+    status = {s.stage: s.status for s in result.stages}
+    assert status == {"base": "evaluated", "sft": "evaluated", "rl": "skipped"}
+    rl = next(s for s in result.stages if s.stage == "rl")
+    assert "03_rl" in rl.note and not paths.eval_file("rl").exists()
+
+    base = json.loads(paths.eval_file("base").read_text())
+    sft = json.loads(paths.eval_file("sft").read_text())
+    assert base["model_path"] == "tiny" and sft["model_path"] == str(paths.checkpoint("sft"))
+    assert base["num_tasks"] == 2 and len(base["detailed_results"]) == 2
+    assert {r["level"] for r in base["detailed_results"]} == {1, 2}  # the cap keeps both levels
+    assert base["task_ids"] == sft["task_ids"]  # every stage sees the same tasks
+    assert base["sampling"]["temperature"] == 0.0 and base["k"] == 1
+    assert base["device"].startswith("cpu")
+    for row in base["detailed_results"]:
+        assert row["model_stage"] == "base" and row["stage"] in ("none", "extract", "static", "compile", "tiny", "full")
+        assert isinstance(row["completion"], str) and row["num_tokens"] >= 1
+
+    # the same command again: nothing is regenerated
+    again = evaluate_run(cfg, paths, progress=False, log=quiet)
+    assert {s.stage: s.status for s in again.stages} == {"base": "reused", "sft": "reused", "rl": "skipped"}
+
+    # greedy decoding with a fixed seed gives the same completions when forced to redo
+    forced = evaluate_run(cfg, paths, stages=["base"], force=True, progress=False, log=quiet)
+    assert forced.stages[0].status == "evaluated"
+    assert [r["completion"] for r in forced.stages[0].record["detailed_results"]] == \
+        [r["completion"] for r in base["detailed_results"]]
+
+    # other settings re-evaluate; k > 1 with greedy samples at a temperature, and the record says so
+    cfg2 = smoke(run_dir, eval_k=2)
+    res2 = evaluate_run(cfg2, paths, stages=["base"], progress=False, log=quiet)
+    rec2 = res2.stages[0].record
+    assert res2.stages[0].status == "evaluated" and rec2["k"] == 2 and len(rec2["detailed_results"]) == 4
+    assert rec2["sampling"]["temperature"] == cfg2.rl.temperature
+    assert any("identical samples" in n for n in rec2["notes"])
+    assert rec2["metrics"]["pass_at_k"] is not None
+
+
+def test_missing_checkpoint_names_the_stage_to_run(run_dir):
+    cfg = smoke(run_dir)
+    with pytest.raises(MissingCheckpoint, match="02_sft"):
+        stage_model(cfg, cfg.paths, "sft")
+    # a folder whose save never finished (no marker) is not a checkpoint
+    folder = cfg.paths.checkpoint("rl")
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text("{}")
+    with pytest.raises(MissingCheckpoint, match="03_rl"):
+        stage_model(cfg, cfg.paths, "rl")
+    assert stage_model(cfg, cfg.paths, "base") == ("tiny", None)
+
+
+def test_heldout_tasks_need_the_split_and_follow_it(run_dir):
+    cfg = smoke(run_dir, eval_tasks="heldout", num_tasks=0)
+    with pytest.raises(EvalError, match="01_data"):
+        load_eval_tasks(cfg)
+    from tritonrl_lib.data.split import make_split
+
+    tasks = load_tasks("builtin")
+    split = make_split(0, 0.25, tasks)
+    cfg.paths.ensure()
+    split.save(cfg.paths.split)
+    held = load_eval_tasks(cfg)
+    assert held and {t.id for t in held} == set(split.heldout_task_ids)
+    assert not {t.op_family for t in held} & set(split.train_families)
+    capped = load_eval_tasks(cfg, num_tasks=3)
+    assert len(capped) == 3 and {t.id for t in capped} <= {t.id for t in held}
+
+
+def test_greedy_single_sample_stays_greedy(run_dir):
+    s = eval_sampling(smoke(run_dir, eval_k=1, eval_temperature=0.0))
+    assert (s.temperature, s.top_p, s.notes) == (0.0, 1.0, [])
+    s = eval_sampling(smoke(run_dir, eval_k=3, eval_temperature=0.5))
+    assert (s.temperature, s.notes) == (0.5, [])
+
+
+@pytest.mark.slow
+def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
+    cfg = smoke(run_dir)
+    tasks = [t for t in load_tasks("builtin", levels=1) if t.reference_solution][:2]
+    assert len(tasks) == 2
+    good = format_completion(tasks[0].reference_solution, "Here is the kernel:")
+    # the second task gets the first task's solution: it runs, but computes the wrong thing
+    wrong = format_completion(tasks[0].reference_solution)
+    completions = [[good, "I cannot help with that."], [wrong, format_completion(tasks[1].reference_solution)]]
+    rec = score_completions(cfg, tasks, completions, eval_sampling(cfg, k=2), stage="sft", model_path="fixture",
+                            progress=False)
+    rows = rec["detailed_results"]
+    assert [r["correct"] for r in rows] == [True, False, False, True]
+    assert rows[1]["reason"] == "no_code" and rows[1]["stage"] == "none"
+    assert rows[0]["stage"] == "full" and rows[0]["reward"] == pytest.approx(0.7)  # no timing on a CPU
+    m = rec["metrics"]
+    assert m["correct_rate"] == 50.0 and m["pass_at_1"] == 50.0 and m["pass_at_k"] == 100.0
+    assert m["fast1_rate"] is None  # correct but not timed: speed not measured
+    assert any("timing skipped" in n for n in rec["notes"])

@@ -1,0 +1,532 @@
+"""Evaluation: a model's k samples per task, verified, summarised as an eval record.
+
+    evaluate_run(cfg, paths)            base, sft and rl of a run -> eval/eval_<stage>.json each
+    evaluate_model(cfg, spec, tasks, ...)  one model (any `load_policy` spec) -> one record
+
+For each model stage: load the policy (base model, or base + the stage's LoRA adapter), write
+`eval_k` completions per task with the same prompt every stage uses (rollout.py, batched), free
+the model, then verify every completion in the verifier pool's worker processes. The record
+(`eval_<stage>.json`) has the source's layout (`model_path`, `num_tasks`, `metrics`,
+`detailed_results`) plus what is needed to trust and reproduce it: seed, task source and ids, k,
+sampling settings, device, wall time, and notes such as "timing skipped: no GPU".
+
+Resumable: a record holds a fingerprint of everything its numbers depend on (model weights,
+tasks, sampling, verifier settings, device kind); a stage whose record exists with the same
+fingerprint is not evaluated again. A stage whose checkpoint is missing is skipped with a note
+naming the notebook that makes it (the base model always exists).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import hashlib
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import metrics as M
+from .config import ConfigError, RunConfig, RunPaths
+from .tasks.task import Task
+from .verify.verdict import Verdict
+
+EVAL_FORMAT = 1  # bump when the record's meaning changes: older records are then re-evaluated
+STAGES = ("base", "sft", "rl")
+STAGE_NOTEBOOK = {"sft": "02_sft", "rl": "03_rl"}
+
+
+class EvalError(RuntimeError):
+    """An evaluation that cannot run as asked; the message says what to do."""
+
+
+class MissingCheckpoint(EvalError, FileNotFoundError):
+    """A stage's checkpoint is not there (or its save did not finish)."""
+
+    def __init__(self, stage: str, path: Path):
+        self.stage, self.path = stage, path
+        nb = STAGE_NOTEBOOK.get(stage, "")
+        super().__init__(f"no finished {stage} checkpoint at {path}: run the {stage} stage first "
+                         f"(notebooks/{nb}.ipynb, or `tritonrl run --only {nb}` with the same --params and --run)")
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def stable_order(tasks: Sequence[Task]) -> list[Task]:
+    """Tasks interleaved across levels, each level in an order fixed by a hash of the task id: a
+    cap of n then keeps every level represented, and picks the same tasks in every run and stage
+    (the seed is deliberately not involved, so runs with different seeds share their eval set)."""
+    by_level: dict[int, list[Task]] = {}
+    for t in tasks:
+        by_level.setdefault(int(t.level), []).append(t)
+    for lvl in by_level:
+        by_level[lvl].sort(key=lambda t: hashlib.sha256(t.id.encode()).hexdigest())
+    out: list[Task] = []
+    queues = [by_level[lvl] for lvl in sorted(by_level)]
+    i = 0
+    while any(i < len(q) for q in queues):
+        out.extend(q[i] for q in queues if i < len(q))
+        i += 1
+    return out
+
+
+def cap_tasks(tasks: Sequence[Task], num_tasks: int) -> list[Task]:
+    """At most `num_tasks` tasks (0 or less: all), chosen by `stable_order`, then sorted by level
+    and id for reading."""
+    chosen = stable_order(tasks)
+    if num_tasks > 0:
+        chosen = chosen[:num_tasks]
+    return sorted(chosen, key=lambda t: (t.level, t.id))
+
+
+def heldout_task_ids(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
+    """The tasks the run's split holds out of training (by id or op family)."""
+    from .data.split import Split
+
+    if not paths.split.is_file():
+        raise EvalError(f"eval_tasks=heldout needs the run's split at {paths.split}, written by the data stage: "
+                        "run 01_data first (`tritonrl run --only 01_data` with the same --params and --run), "
+                        "or evaluate on eval_tasks=builtin")
+    try:
+        split = Split.load(paths.split)
+    except (ValueError, json.JSONDecodeError) as e:
+        raise EvalError(f"{paths.split} cannot be read ({e}); re-run 01_data") from None
+    ids = set(split.heldout_task_ids)
+    held = [t for t in tasks if t.id in ids or split.side(t) == "heldout"]
+    if not held:
+        raise EvalError(f"the split at {paths.split} holds out none of the {len(tasks)} tasks loaded from "
+                        f"{paths.split.parent}; was 01_data run with another task_source? Use eval_tasks=builtin")
+    return held
+
+
+def load_eval_tasks(cfg: RunConfig, paths: RunPaths | None = None, source: str | None = None,
+                    num_tasks: int | None = None) -> list[Task]:
+    """The evaluation tasks: `source` (default cfg.eval.eval_tasks) is `heldout` (the run's held-out
+    tasks of data.task_source), `builtin`, a KernelBench checkout, a table file or a hub name;
+    capped to `num_tasks` (default cfg.eval.num_tasks) deterministically."""
+    from .tasks.loaders import TaskSourceError, load_tasks
+
+    source = (source or cfg.eval.eval_tasks).strip()
+    n = cfg.eval.num_tasks if num_tasks is None else num_tasks
+    try:
+        if source == "heldout":
+            paths = paths or cfg.paths
+            tasks = heldout_task_ids(paths, load_tasks(cfg.data.task_source, size=cfg.data.task_size))
+        else:
+            tasks = load_tasks(source, size=cfg.data.task_size)
+    except TaskSourceError as e:
+        raise EvalError(f"eval tasks {source!r}: {e}") from None
+    if not tasks:
+        raise EvalError(f"no tasks in {source!r}")
+    return cap_tasks(tasks, n)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def stage_model(cfg: RunConfig, paths: RunPaths, stage: str) -> tuple[str, Path | None]:
+    """(model spec, adapter folder or None) of a run's stage; MissingCheckpoint when not trained."""
+    from .models import checkpoint_complete
+
+    if stage == "base":
+        return cfg.model.model, None
+    if stage not in STAGES:
+        raise ConfigError(f"eval stage {stage!r} is not one of {', '.join(STAGES)}")
+    folder = paths.checkpoint(stage)
+    if not checkpoint_complete(folder):
+        raise MissingCheckpoint(stage, folder)
+    return str(folder), folder
+
+
+def model_identity(spec: str) -> str:
+    """A hash of what a spec loads: a folder's config/marker and weights, or the spec string itself
+    (`embedded`, `tiny`, a hub id: their content is fixed by name)."""
+    p = Path(spec).expanduser()
+    if spec in ("embedded", "tiny") or not p.is_dir():
+        return spec
+    h = hashlib.sha256()
+    for name in ("tritonrl_model.json", "adapter_config.json", "config.json"):
+        f = p / name
+        if f.is_file():
+            h.update(f.read_bytes())
+    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
+        st = f.stat()
+        h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+@dataclass
+class EvalSampling:
+    k: int
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    batch_size: int
+    seed: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_rollout(self):
+        from .rollout import SamplingConfig
+
+        return SamplingConfig(n_samples=self.k, temperature=self.temperature, top_p=self.top_p,
+                              max_new_tokens=self.max_new_tokens, batch_size=self.batch_size, seed=self.seed)
+
+
+def eval_sampling(cfg: RunConfig, k: int | None = None) -> EvalSampling:
+    """The sampling settings of an evaluation. Greedy (eval_temperature 0) gives k identical
+    samples, so with k > 1 the samples are drawn at rl.temperature instead, and the record says so."""
+    k = cfg.eval.eval_k if k is None else int(k)
+    if k < 1:
+        raise ConfigError(f"eval_k must be at least 1, got {k}")
+    temperature, top_p, notes = cfg.eval.eval_temperature, cfg.rl.top_p, []
+    if temperature <= 0:
+        if k > 1:
+            temperature = cfg.rl.temperature
+            notes.append(f"eval_temperature=0 (greedy) would give {k} identical samples per task; "
+                         f"sampled at temperature {temperature} (rl.temperature), top_p {top_p} instead")
+        else:
+            temperature, top_p = 0.0, 1.0
+    return EvalSampling(k=k, temperature=float(temperature), top_p=float(top_p),
+                        max_new_tokens=cfg.rl.max_new_tokens, batch_size=cfg.rl.rollout_batch_size,
+                        seed=cfg.seed, notes=notes)
+
+
+def generate_completions(model, tokenizer, tasks: Sequence[Task], sampling: EvalSampling,
+                         progress: bool = True) -> tuple[list[list[Any]], dict[str, Any]]:
+    """k completions per task (rollout.Completion objects, [task][sample]) and the rollout's stats."""
+    from .rollout import Rollout, task_prompts
+
+    prompts = task_prompts(tokenizer, tasks)
+    sampler = Rollout(model, tokenizer)
+    result = sampler.generate(prompts, sampling.to_rollout(), progress=progress)
+    sampler.release()
+    return result.completions, result.stats.to_dict()
+
+
+def _free(model) -> None:
+    del model
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
+# --------------------------------------------------------------------------- records
+
+
+def device_description(device: str) -> str:
+    if device == "cuda":
+        try:
+            import torch
+
+            return f"{torch.cuda.device_count()}x {torch.cuda.get_device_name(0)}"
+        except Exception:
+            return "cuda"
+    return f"cpu ({os.cpu_count()} cores, {platform.machine()})"
+
+
+def fingerprint(*, stage: str, spec: str, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig,
+                device: str) -> dict[str, Any]:
+    """Everything an eval record's numbers depend on."""
+    sampling_d = {k: v for k, v in dataclasses.asdict(sampling).items() if k != "notes"}
+    verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k != "workers"}  # speed, not results
+    return {"format": EVAL_FORMAT, "stage": stage, "model": model_identity(spec),
+            "base_model": cfg.model.model if stage != "base" else None,
+            "tasks": hashlib.sha256("\n".join(t.id + ":" + hashlib.sha256(t.source.encode()).hexdigest()[:12]
+                                              for t in tasks).encode()).hexdigest()[:16],
+            "sampling": sampling_d, "verify": verify_d,
+            # speedups depend on the GPU model; CPU verdicts do not depend on the machine
+            "device": device_description(device) if device == "cuda" else device,
+            "dtype": cfg.model.dtype, "quant": [cfg.model.load_in_8bit, cfg.model.load_in_4bit]}
+
+
+def build_record(*, stage: str, model_path: str, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
+                 verdicts: Sequence[Verdict], sampling: EvalSampling, task_source: str,
+                 device: str = "", wall_s: float = 0.0, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The eval record from tasks, their completions ([task][sample]: rollout Completions or plain
+    strings) and one verdict per completion, in the same task-major order."""
+    flat = [(t, j, c) for t, cs in zip(tasks, completions) for j, c in enumerate(cs)]
+    if len(flat) != len(verdicts):
+        raise ValueError(f"{len(verdicts)} verdicts for {len(flat)} completions")
+    rows = []
+    for (task, j, comp), verdict in zip(flat, verdicts):
+        text = comp if isinstance(comp, str) else comp.text
+        gen = {} if isinstance(comp, str) else {"finish_reason": comp.finish_reason, "num_tokens": comp.num_tokens}
+        rows.append(M.sample_row(verdict, task_id=task.id, level=task.level, sample=j, stage=stage, name=task.name,
+                                 completion=text, extra=gen))
+    notes = list(sampling.notes)
+    timing_notes = sorted({n for v in verdicts for n in v.notes if n.startswith("timing skipped")})
+    notes += timing_notes
+    if any(v.correct for v in verdicts) and not any(r["speedup"] is not None for r in rows if r["correct"]):
+        notes.append("speed not measured (no timing): fast1_rate, fast2_rate and geomean_speedup are null")
+    flagged = sum(bool(v.cheat_flags) for v in verdicts)
+    if flagged:
+        notes.append(f"{flagged} sample(s) carried cheat flags and count as incorrect")
+    record = {
+        "model_path": model_path,
+        "num_tasks": len(tasks),
+        "metrics": M.compute_metrics(rows, sampling.k),
+        "detailed_results": rows,
+        "stage": stage,
+        "task_source": task_source,
+        "task_ids": [t.id for t in tasks],
+        "k": sampling.k,
+        "sampling": {k: v for k, v in dataclasses.asdict(sampling).items() if k != "notes"},
+        "seed": sampling.seed,
+        "device": device,
+        "wall_s": round(wall_s, 2),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "notes": notes,
+    }
+    if extra:
+        record.update(extra)
+    return record
+
+
+def write_record(path: Path, record: dict[str, Any]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(path)  # a kill mid-write never leaves a half record that looks finished
+    return path
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """An eval record, or None when missing or unreadable (an unreadable one is redone)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) and "metrics" in data else None
+
+
+# --------------------------------------------------------------------------- evaluating
+
+
+@dataclass
+class StageEval:
+    stage: str
+    status: str  # evaluated | reused | skipped
+    path: Path | None = None
+    record: dict[str, Any] | None = None
+    note: str = ""
+
+
+@dataclass
+class EvalRunResult:
+    stages: list[StageEval]
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        return {s.stage: s.record for s in self.stages if s.record is not None}
+
+    def summary(self) -> str:
+        lines = []
+        for s in self.stages:
+            if s.record is None:
+                lines.append(f"{s.stage:5s} {s.status}: {s.note}")
+                continue
+            m = s.record["metrics"]
+            lines.append(f"{s.stage:5s} {s.status}: {s.record['num_tasks']} tasks x k={s.record['k']}: "
+                         f"valid {_fmt(m['valid_rate'])}  compiled {_fmt(m['compiled_rate'])}  "
+                         f"correct {_fmt(m['correct_rate'])}  fast_1 {_fmt(m['fast1_rate'])}  "
+                         f"pass@1 {_fmt(m['pass_at_1'])}  -> {s.path}")
+        return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}%"
+
+
+class _LazyPool:
+    """Starts the verifier pool on first use, so a fully resumed evaluation starts no workers."""
+
+    def __init__(self, cfg: RunConfig, pool=None):
+        self.cfg, self.pool, self.own = cfg, pool, pool is None
+
+    def get(self):
+        if self.pool is None:
+            from .verify.pool import VerifierPool
+
+            self.pool = VerifierPool(self.cfg.verify, device=self.cfg.device)
+        return self.pool
+
+    def close(self) -> None:
+        if self.own and self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: EvalSampling, *,
+                 adapter: Path | None = None, progress: bool = True) -> tuple[list[list[Any]], dict[str, Any]]:
+    """Load a policy (frozen), write `sampling.k` completions per task, free the model again."""
+    from .models import load_policy
+
+    t0 = time.perf_counter()
+    model, tok = load_policy(cfg, adapter=adapter, trainable=False, spec=None if adapter else spec)
+    try:
+        completions, stats = generate_completions(model, tok, tasks, sampling, progress=progress)
+    finally:
+        _free(model)
+    return completions, {**stats, "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
+                      sampling: EvalSampling, *, stage: str, model_path: str, pool=None, task_source: str = "",
+                      device: str = "cpu", progress: bool = True, started: float | None = None,
+                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Verify completions ([task][sample]: rollout Completions or strings) in the verifier pool
+    and build the eval record."""
+    flat_tasks = [t for t, cs in zip(tasks, completions) for _ in cs]
+    flat_text = [c if isinstance(c, str) else c.text for cs in completions for c in cs]
+    lazy = _LazyPool(cfg, pool)
+    t1 = time.perf_counter()
+    try:
+        verdicts = lazy.get().map(flat_tasks, flat_text, desc=f"verify {stage}", progress=progress)
+    finally:
+        lazy.close()
+    return build_record(stage=stage, model_path=model_path, tasks=tasks, completions=completions, verdicts=verdicts,
+                        sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
+                        device=device_description(device),
+                        wall_s=time.perf_counter() - (started if started is not None else t1),
+                        extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "run": cfg.run_name,
+                               "profile": cfg.profile, **(extra or {})})
+
+
+def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, stage: str = "custom",
+                   adapter: Path | None = None, out: Path | None = None, pool=None, k: int | None = None,
+                   task_source: str = "", force: bool = False, progress: bool = True,
+                   log: Callable[[str], None] = print) -> StageEval:
+    """Evaluate one model on `tasks`, write the record to `out` (when given) and return it.
+    With `out` holding a record of the same fingerprint (and not `force`), that record is reused."""
+    from .models import resolve_device
+
+    device = resolve_device(cfg.device)
+    sampling = eval_sampling(cfg, k)
+    fp = fingerprint(stage=stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
+    if out is not None and not force:
+        old = read_record(out)
+        if old is not None and old.get("fingerprint") == fp:
+            log(f"{stage}: reusing {out} (same model, tasks and settings)")
+            return StageEval(stage, "reused", out, old)
+    t0 = time.perf_counter()
+    log(f"{stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
+    completions, gen_stats = sample_model(cfg, spec, tasks, sampling, adapter=adapter, progress=progress)
+    log(f"{stage}: verifying {sum(len(c) for c in completions)} completions")
+    record = score_completions(cfg, tasks, completions, sampling, stage=stage, model_path=spec, pool=pool,
+                               task_source=task_source, device=device, progress=progress, started=t0,
+                               extra={"generation": gen_stats, "fingerprint": fp})
+    if out is not None:
+        write_record(out, record)
+    return StageEval(stage, "evaluated", out, record)
+
+
+def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, stages: Sequence[str] | None = None, *,
+                 pool=None, force: bool = False, progress: bool = True,
+                 log: Callable[[str], None] = print) -> EvalRunResult:
+    """Evaluate the run's stages (default cfg.eval.eval_stages) on cfg.eval.eval_tasks, writing
+    paths.eval_file(stage) for each. Missing checkpoints are skipped with a note; finished
+    records with the same fingerprint are reused."""
+    paths = paths or cfg.paths
+    stages = list(stages or cfg.eval.eval_stages)
+    unknown = [s for s in stages if s not in STAGES]
+    if unknown:
+        raise ConfigError(f"eval_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
+    tasks = load_eval_tasks(cfg, paths)
+    log(f"evaluating {', '.join(stages)} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r} "
+        f"(levels: {', '.join(f'L{l}: {sum(t.level == l for t in tasks)}' for l in sorted({t.level for t in tasks}))})")
+    lazy = _LazyPool(cfg, pool)
+    results: list[StageEval] = []
+    try:
+        for stage in stages:
+            try:
+                spec, adapter = stage_model(cfg, paths, stage)
+            except MissingCheckpoint as e:
+                log(f"{stage}: skipped: {e}")
+                results.append(StageEval(stage, "skipped", None, None, str(e)))
+                continue
+            # the pool is started only when a stage actually needs verifying
+            shared = _PoolProxy(lazy)
+            results.append(evaluate_model(cfg, spec, tasks, stage=stage, adapter=adapter,
+                                          out=paths.eval_file(stage), pool=shared, task_source=cfg.eval.eval_tasks,
+                                          force=force, progress=progress, log=log))
+    finally:
+        lazy.close()
+    return EvalRunResult(results)
+
+
+class _PoolProxy:
+    """Hands `evaluate_model` the run's lazily started pool without letting it close it."""
+
+    def __init__(self, lazy: _LazyPool):
+        self._lazy = lazy
+
+    def map(self, *args, **kwargs):
+        return self._lazy.get().map(*args, **kwargs)
+
+    def close(self) -> None:  # the run closes the pool once, after its last stage
+        pass
+
+
+# --------------------------------------------------------------------------- reading results
+
+
+def load_records(paths: RunPaths) -> dict[str, dict[str, Any]]:
+    """Every readable eval record of a run, base / sft / rl first, then any others by name."""
+    found: dict[str, dict[str, Any]] = {}
+    if not paths.eval_dir.is_dir():
+        return found
+    files = sorted(paths.eval_dir.glob("eval_*.json"))
+    rank = {s: i for i, s in enumerate(STAGES)}
+    files.sort(key=lambda f: (rank.get(f.stem[5:], len(STAGES)), f.stem))
+    for f in files:
+        rec = read_record(f)
+        if rec is not None:
+            found[f.stem[5:]] = rec
+    return found
+
+
+def metrics_table(records: dict[str, dict[str, Any]], levels: bool = True) -> list[dict[str, Any]]:
+    """One row per stage (and per stage and level): the headline metrics, for tables and printing."""
+    keys = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate", "fast2_rate", "geomean_speedup",
+            "pass_at_1", "pass_at_k")
+    rows = []
+    for stage, rec in records.items():
+        m = rec["metrics"]
+        groups = [("all", m)] + ([(f"L{lvl}", mm) for lvl, mm in m.get("by_level", {}).items()] if levels else [])
+        for label, mm in groups:
+            rows.append({"stage": stage, "level": label, "tasks": mm.get("num_tasks"), "samples": mm.get("num_samples"),
+                         "k": rec.get("k"), **{key: mm.get(key) for key in keys}})
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A fixed-width text table of `metrics_table` rows (for the terminal)."""
+    if not rows:
+        return "(no eval records)"
+    cols = list(rows[0])
+    heads = {"valid_rate": "valid%", "compiled_rate": "compiled%", "correct_rate": "correct%",
+             "fast1_rate": "fast_1%", "fast2_rate": "fast_2%", "geomean_speedup": "geomean x",
+             "pass_at_1": "pass@1%", "pass_at_k": "pass@k%"}
+
+    def cell(v: Any) -> str:
+        if v is None:
+            return "n/a"
+        if isinstance(v, float):
+            return f"{v:.2f}" if abs(v) < 10 else f"{v:.1f}"
+        return str(v)
+
+    table = [[heads.get(c, c) for c in cols]] + [[cell(r[c]) for c in cols] for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(cols))]
+    return "\n".join("  ".join(v.rjust(w) if j > 1 else v.ljust(w) for j, (v, w) in enumerate(zip(row, widths)))
+                     for row in table)
