@@ -158,6 +158,33 @@ def _run_python(code: str, env: dict | None = None) -> str:
     return out.stdout.strip().splitlines()[-1]
 
 
+def test_a_plain_python_call_found_while_hashing_the_kernel_is_a_compile_error(tmp_path):
+    # On a GPU, Triton hashes a kernel's dependencies before its first compile and refuses a call
+    # to a plain Python function there ("Unsupported function referenced", a RuntimeError raised
+    # in triton/runtime/jit.py); it must get the compile verdict, as the CPU's compile check gives.
+    script = tmp_path / "hashing.py"  # a file: triton.jit reads the kernel's source
+    script.write_text(textwrap.dedent("""
+        import triton, triton.language as tl
+        from tritonrl_lib.verify.compile_check import compile_failure_kind
+        from tritonrl_lib.verify.stages import classify
+
+        def positive_part(x):
+            return tl.maximum(x, 0.0)
+
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, positive_part(tl.load(x_ptr + offs)))
+
+        try:
+            k.cache_key  # what a launch computes first
+        except RuntimeError as e:
+            print(compile_failure_kind(e), classify(e, "compile"), classify(e, "tiny"), "Unsupported function" in str(e))
+    """))
+    got = _run_python(f"import runpy; runpy.run_path({str(script)!r})", env={"TRITON_INTERPRET": "0"})
+    assert got.split() == ["compiler", "compile_error", "compile_error", "True"]
+
+
 def test_a_worker_holds_an_uninterpreted_copy_of_triton():
     got = json.loads(_run_python("""
         import json, os, sys

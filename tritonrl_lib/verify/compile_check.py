@@ -128,6 +128,14 @@ def interpreter_static_assert(exc: BaseException) -> bool:
         and _in_package(frame.f_code.co_filename, "runtime")
 
 
+def _dependency_finder_methods() -> frozenset[str]:
+    try:
+        from triton.runtime.jit import DependenciesFinder
+    except ImportError:
+        return frozenset()
+    return frozenset(n for n, v in vars(DependenciesFinder).items() if callable(v))
+
+
 def compile_failure_kind(exc: BaseException) -> str | None:
     """Whether Triton rejected a kernel or a launch before running it.
 
@@ -162,9 +170,11 @@ def compile_failure_kind(exc: BaseException) -> str | None:
         return "compiler"
     if re.search(r"[\\/]triton[\\/]backends[\\/][^\\/]+[\\/]compiler\.py$", name):
         return "compiler"  # option parsing and the lowering passes
-    if name.endswith(os.path.join("triton", "runtime", "jit.py")) and func in ("_pack_args", "create_binder",
-                                                                                "_do_compile"):
-        return "compiler"  # e.g. a launch keyword the kernel does not have
+    if name.endswith(os.path.join("triton", "runtime", "jit.py")) and (
+            func in ("_pack_args", "create_binder", "_do_compile") or func in _dependency_finder_methods()):
+        # a launch keyword the kernel does not have; or, while hashing the kernel before its first
+        # compile, a call to a plain Python function ("Unsupported function referenced")
+        return "compiler"
     if name == "<string>" and func == "dynamic_func":
         return "compiler"  # Triton's argument binder: an argument it cannot bind or specialise
     return None
