@@ -412,3 +412,94 @@ def test_judge_leftover_processes_make_a_correct_candidate_fail():
     _send(clean, {"type": "done"})
     v = Verdict.from_dict(clean.finalize(_outcome()))
     assert (v.stage, v.reason, v.reward) == ("full", "ok", 0.7) and "timing skipped: no GPU" in v.notes
+
+
+def _half_run(j, cand_half, ref_half, alt_half=None):
+    """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
+    reference; returns the candidate's verdict on the bfloat16 set."""
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    tiny, full = torch.randn(4), torch.randn(64)
+    assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
+    assert _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [full]) is None
+    metas, blobs = encode_outputs([ref_half])
+    header = {"type": "ref", "name": "dtype:bfloat16", "stage": "full", "inputs": "x", "outputs": metas}
+    if alt_half is not None:
+        header["alt_outputs"], alt_blobs = encode_outputs([alt_half])
+        blobs = blobs + alt_blobs
+    assert j.on_message(header, [bytearray(b) for b in blobs]) is None
+    assert _send(j, {"type": "ref_done"}) is None
+    assert _send(j, {"type": "stage", "stage": "compile"}) is None
+    assert _send(j, *_cand("tiny", tiny.clone())) is None
+    assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
+    assert _send(j, *_cand("original", full.clone())) is None
+    out = _send(j, *_cand("dtype:bfloat16", cand_half))
+    if out is None:
+        assert _send(j, {"type": "gate", "stage": "full"}) == "go"
+        assert _send(j, {"type": "done"}) is None
+    return Verdict.from_dict(j.finalize(_outcome()))
+
+
+def _scan_case():
+    # a long running sum in bfloat16: PyTorch's CUDA scan accumulates in bfloat16 and drifts; a
+    # kernel accumulating in float32 stays on the true values (simulated here on the CPU)
+    x = torch.randn(4096).to(torch.bfloat16)
+    exact = torch.cumsum(x.double(), 0)
+    drifting = torch.zeros(4096, dtype=torch.bfloat16)
+    acc = torch.zeros((), dtype=torch.bfloat16)
+    for i in range(4096):
+        acc = (acc + x[i]).to(torch.bfloat16)
+        drifting[i] = acc
+    return exact.to(torch.bfloat16), drifting
+
+
+def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_reference():
+    accurate, drifting = _scan_case()
+    assert (accurate.float() - drifting.float()).abs().max() > 1.0  # the two really disagree
+    v = _half_run(_judge(timing_enabled=False), accurate.clone(), drifting, alt_half=accurate)
+    assert v.correct, (v.reason, v.error)
+    # the reference's own behaviour stays acceptable too
+    assert _half_run(_judge(timing_enabled=False), drifting.clone(), drifting, alt_half=accurate).correct
+    # without the second reference the accurate kernel would have been failed
+    v = _half_run(_judge(timing_enabled=False), accurate.clone(), drifting)
+    assert not v.correct and v.reason == "mismatch:dtype:bfloat16"
+    # and matching neither is still a mismatch
+    v = _half_run(_judge(timing_enabled=False), (accurate.float() + 5).to(torch.bfloat16), drifting, alt_half=accurate)
+    assert not v.correct and v.reason == "mismatch:dtype:bfloat16"
+
+
+def test_judge_refuses_a_malformed_alternative_reference():
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    j = _judge()
+    metas, blobs = encode_outputs([torch.ones(8, dtype=torch.bfloat16)])
+    alt_metas, alt_blobs = encode_outputs([torch.ones(4, dtype=torch.bfloat16)])  # another shape
+    header = {"type": "ref", "name": "dtype:bfloat16", "stage": "full", "inputs": "x", "outputs": metas,
+              "alt_outputs": alt_metas}
+    assert j.on_message(header, [bytearray(b) for b in blobs + alt_blobs]) == "stop"
+    assert Verdict.from_dict(j.finalize(_outcome())).reason == "internal_error"
+
+
+def test_float32_reference_widens_the_half_model_and_rounds_back():
+    from tritonrl_lib.verify.stages import Child
+
+    class Scan(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor(1.001))
+
+        def forward(self, x):
+            return torch.cumsum(x * self.w, dim=0)
+
+    child = Child.__new__(Child)  # only run_ref / finite / sync are used, on the CPU
+    child.device = "cpu"
+    child.sync = lambda: None
+    href = Scan().to(torch.bfloat16)
+    x = [torch.randn(2048).to(torch.bfloat16)]
+    outs = child.run_ref(href, x)
+    alt = child.float32_reference(href, x, outs, torch.bfloat16)
+    w = href.w.detach().double()  # the half model's own (rounded) weight, widened
+    truth = torch.cumsum(x[0].double() * w, 0)
+    assert alt[0].dtype == torch.bfloat16 and alt[0].shape == outs[0].shape
+    assert (alt[0].double() - truth).abs().max() <= (truth.abs().max() * 2 ** -8).item()
+    assert href.w.dtype == torch.bfloat16  # the half model itself is untouched

@@ -196,6 +196,17 @@ def _run_case(ref_mod: ModuleType, new_mod: ModuleType, *, seed: int, scale: flo
         return f"output {tuple(got.shape)} {got.dtype} vs reference {tuple(expected.shape)} {expected.dtype}"
     if not torch.allclose(got.float(), expected.float(), atol=tol, rtol=tol):
         diff = (got.float() - expected.float()).abs()
+        if dtype in (torch.float16, torch.bfloat16):
+            # as the verifier does: PyTorch's half kernels (CUDA scans) may accumulate in half; the
+            # same model widened to float32 on the same rounded inputs is an equally valid answer
+            import copy
+
+            with torch.no_grad():
+                wide = copy.deepcopy(ref).float()(*[x.float() if isinstance(x, torch.Tensor) and x.is_floating_point()
+                                                    else x for x in originals])
+            if isinstance(wide, torch.Tensor) and torch.allclose(got.float(), wide.to(dtype).float(), atol=tol,
+                                                                 rtol=tol):
+                return None
         return f"max abs error {diff.max().item():.3g}"
     return None
 

@@ -183,14 +183,20 @@ class Child:
             raise RefFailed(f"the reference returned {', '.join(bad)}, not tensors")
         return out
 
-    def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any]) -> None:
+    def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any],
+                 alt: list[Any] | None = None) -> None:
         metas, blobs = encode_outputs(outs)
-        self.ch.send({"type": "ref", "name": name, "stage": stage, "outputs": metas,
-                      "inputs": describe_inputs(inputs)}, blobs)
+        header = {"type": "ref", "name": name, "stage": stage, "outputs": metas, "inputs": describe_inputs(inputs)}
+        if alt is not None:
+            header["alt_outputs"], alt_blobs = encode_outputs(alt)
+            blobs = blobs + alt_blobs
+        self.ch.send(header, blobs)
         del blobs
         keep = {p.untyped_storage().data_ptr() for m in plan.models.values() for p in m.ref.state_dict().values()}
         keep |= {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
         scrub(outs, keep)
+        if alt is not None:
+            scrub(alt, keep)  # no reference result stays behind in memory a candidate could read
         specs = [(tuple(o.shape), o.dtype) for o in outs if isinstance(o, torch.Tensor)]
         plan.sets.append(InputSet(name, stage, key, inputs, specs))
 
@@ -278,6 +284,24 @@ class Child:
         self.send_ref(plan, "larger", "full", "base", inputs, outs)
         self.note(f"variation larger: {const}={value}")
 
+    def float32_reference(self, href: torch.nn.Module, inputs: list[Any], outs: list[Any],
+                          dtype: torch.dtype) -> list[Any] | None:
+        """The half-precision model's weights and inputs, widened and run in float32, outputs rounded
+        back: what a kernel that accumulates in float32 computes. None where it does not apply."""
+        try:
+            r32 = copy.deepcopy(href).to(torch.float32)
+            raw = self.run_ref(r32, cast_floats(inputs, torch.float32))
+            del r32
+        except BaseException:
+            return None
+        if len(raw) != len(outs) or not all(isinstance(a, torch.Tensor) for a in raw + outs):
+            return None
+        alt = [a.to(o.dtype) for a, o in zip(raw, outs)]
+        scrub(raw, set())
+        if not self.finite(alt) or any(a.shape != o.shape for a, o in zip(alt, outs)):
+            return None
+        return alt
+
     def dtype_variation(self, plan: Plan, ref: torch.nn.Module, original: list[Any]) -> None:
         if self.device != "cuda":
             self.note("variation dtype skipped: no GPU (the interpreter has no bf16)")
@@ -301,7 +325,8 @@ class Child:
             key = f"base@{dtype_name(dtype)}"
             base = plan.models["base"]
             plan.models[key] = ModelSpec(base.init_inputs, base.state, href, dtype)
-            self.send_ref(plan, f"dtype:{dtype_name(dtype)}", "full", key, inputs, outs)
+            self.send_ref(plan, f"dtype:{dtype_name(dtype)}", "full", key, inputs, outs,
+                          alt=self.float32_reference(href, inputs, outs, dtype))
             return
         self.note("variation dtype skipped: the reference runs in no half dtype with finite outputs")
 
