@@ -132,6 +132,13 @@ def test_report_of_a_run_with_only_a_base_eval_says_what_is_missing(cfg):
     assert base["fast_1 %"] == "n/a" and float(base["correct %"]) == pytest.approx(16.67)
 
 
+def test_a_run_with_nothing_correct_says_so_instead_of_blaming_the_device(cfg):
+    paths = cfg.paths.ensure()
+    write_eval(paths, "base", [v("none", reason="no_code")] * 6)
+    text = "\n".join(build_report(cfg, paths).missing)
+    assert "no sample was correct" in text and "only on a GPU" not in text
+
+
 def test_report_with_a_trained_but_unevaluated_stage_points_at_04_eval(cfg):
     paths = cfg.paths.ensure()
     sft = paths.checkpoint("sft")

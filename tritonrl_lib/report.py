@@ -108,9 +108,11 @@ def collect(cfg: RunConfig, paths: RunPaths) -> RunData:
     if not data.timings:
         data.missing.append(f"wall-clock: no {paths.timings} (written when notebooks run through "
                             "`tritonrl run` / `make run`)")
-    if data.records and not any(r.get("speedup") for rec in data.records.values() for r in rec["detailed_results"]):
-        data.missing.append("speedups: no correct sample was timed (timing runs only on a GPU), so fast_1, fast_2 "
-                            "and the speedup distribution are not measured")
+    rows = [r for rec in data.records.values() for r in rec["detailed_results"]]
+    if rows and not any(r.get("speedup") for r in rows):
+        why = ("no sample was correct, and only correct ones are timed" if not any(r.get("correct") for r in rows)
+               else "no correct sample was timed (timing runs only on a GPU)")
+        data.missing.append(f"speedups: {why}, so the speedup distribution is not measured")
     return data
 
 
