@@ -6,6 +6,7 @@
 #   bash benchmarks/gpu_session.sh 2   # 01_data of the gpu profile (CPU workers)
 #   bash benchmarks/gpu_session.sh 3   # the gpu profile 02 -> 05 on GPU 0; SFT + rollout throughput on GPU 1
 #   bash benchmarks/gpu_session.sh 4   # the pipeline's rest if any; DDP on both GPUs; RL held-out benchmark
+#                                        (best-of-N and GRPO did not both fit in one call on 2026-11-21)
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -22,7 +23,9 @@ log() { echo "[$(date +%H:%M:%S) +$(( $(date +%s) - START ))s] $*" | tee -a "$R/
 
 finish() {
   cp -r outputs/gpu/eval outputs/gpu/logs outputs/gpu/timings.json outputs/gpu/report.html "$R/" 2>/dev/null
-  tar -czf "$OUT/phase$PHASE.tgz" -C /tmp/gpu_results "phase$PHASE" 2>/dev/null
+  # weights and trainer checkpoints stay behind: what comes back from a call is limited to 16 MiB a file
+  tar -czf "$OUT/phase$PHASE.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' \
+      --exclude='*.pth' --exclude='checkpoint-*' --exclude='*.gguf' -C /tmp/gpu_results "phase$PHASE" 2>/dev/null
   cp "$R/summary.txt" "$OUT/phase$PHASE.txt"
 }
 trap finish EXIT
@@ -59,7 +62,7 @@ case $PHASE in
   CUDA_VISIBLE_DEVICES=0 timeout -s INT 540 $PY -m tritonrl_lib.cli run --params gpu --run gpu > "$R/run_02_05.log" 2>&1
   log "pipeline rc=$? $(tail -3 "$R/run_02_05.log" | tr '\n' ' ')"
   wait
-  tail -25 "$R/sft_throughput.log" "$R/rollout_throughput.log" >> "$R/summary.txt"
+  for f in "$R/sft_throughput.log" "$R/rollout_throughput.log"; do tail -n 25 "$f" >> "$R/summary.txt"; done
   ;;
 4)
   if [ ! -f outputs/gpu/report.html ]; then
