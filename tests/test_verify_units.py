@@ -458,6 +458,7 @@ def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_referen
     assert (accurate.float() - drifting.float()).abs().max() > 1.0  # the two really disagree
     v = _half_run(_judge(timing_enabled=False), accurate.clone(), drifting, alt_half=accurate)
     assert v.correct, (v.reason, v.error)
+    assert [e.get("matched") for e in v.errors if e["name"] == "dtype:bfloat16"] == ["float32-accumulated reference"]
     # the reference's own behaviour stays acceptable too
     assert _half_run(_judge(timing_enabled=False), drifting.clone(), drifting, alt_half=accurate).correct
     # without the second reference the accurate kernel would have been failed
