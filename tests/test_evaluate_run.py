@@ -90,6 +90,10 @@ def test_heldout_tasks_need_the_split_and_follow_it(run_dir):
     cfg = smoke(run_dir, eval_tasks="heldout", num_tasks=0)
     with pytest.raises(EvalError, match="01_data"):
         load_eval_tasks(cfg)
+    cfg.paths.ensure()
+    cfg.paths.split.write_text('{"seed": 0, "train_fam')  # a torn write
+    with pytest.raises(EvalError, match="cannot be read.*01_data"):
+        load_eval_tasks(cfg)
     from tritonrl_lib.data.split import make_split
 
     tasks = load_tasks("builtin")

@@ -85,18 +85,13 @@ def cap_tasks(tasks: Sequence[Task], num_tasks: int) -> list[Task]:
 
 def heldout_task_ids(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
     """The tasks the run's split holds out of training (by id or op family)."""
-    from .data.split import Split
+    from .data.split import SplitUnavailable, is_heldout, load_run_split
 
-    if not paths.split.is_file():
-        raise EvalError(f"eval_tasks=heldout needs the run's split at {paths.split}, written by the data stage: "
-                        "run 01_data first (`tritonrl run --only 01_data` with the same --params and --run), "
-                        "or evaluate on eval_tasks=builtin")
     try:
-        split = Split.load(paths.split)
-    except (ValueError, json.JSONDecodeError) as e:
-        raise EvalError(f"{paths.split} cannot be read ({e}); re-run 01_data") from None
-    ids = set(split.heldout_task_ids)
-    held = [t for t in tasks if t.id in ids or split.side(t) == "heldout"]
+        split = load_run_split(paths.split)
+    except SplitUnavailable as e:
+        raise EvalError(f"eval_tasks=heldout needs the run's split: {e}; or evaluate on eval_tasks=builtin") from None
+    held = [t for t in tasks if is_heldout(split, t)]
     if not held:
         raise EvalError(f"the split at {paths.split} holds out none of the {len(tasks)} tasks loaded from "
                         f"{paths.split.parent}; was 01_data run with another task_source? Use eval_tasks=builtin")

@@ -61,6 +61,26 @@ class Split:
         return cls.from_dict(read_json(path))
 
 
+class SplitUnavailable(RuntimeError):
+    """The run has no readable split; the message says to run the data stage."""
+
+
+def load_run_split(path: Path) -> Split:
+    """The split 01_data wrote for a run, or SplitUnavailable naming what to do."""
+    if not Path(path).is_file():
+        raise SplitUnavailable(f"no split at {path}: run the data stage first (notebooks/01_data.ipynb, or "
+                               "`tritonrl run --only 01_data` with the same --params and --run)")
+    try:
+        return Split.load(path)
+    except (ValueError, OSError) as e:  # JSONDecodeError is a ValueError
+        raise SplitUnavailable(f"{path} cannot be read ({e}); re-run the data stage (01_data)") from None
+
+
+def is_heldout(split: Split, task: Task) -> bool:
+    """Held out of training: listed by id, or of a held-out op family."""
+    return task.id in split.heldout_task_ids or split.side(task) == "heldout"
+
+
 def n_heldout(n_families: int, fraction: float) -> int:
     """How many of a category's families to hold out: round(n * fraction), at least one when the
     category has two or more families (and the fraction is positive), never all of them."""

@@ -43,18 +43,14 @@ class RLStartError(FileNotFoundError):
 
 def heldout_filter(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
     """The tasks NOT held out for evaluation by the run's split (data/split.py: by op family)."""
-    from ..data.split import Split
+    from ..data.split import SplitUnavailable, is_heldout, load_run_split
 
-    if not paths.split.is_file():
-        raise RLStartError(f"rl_tasks=train needs the held-out split at {paths.split}: run the data stage first "
-                           "(notebooks/01_data.ipynb, or `tritonrl run --only 01_data` with the same profile and run), "
-                           "or choose rl_tasks=all / level1 / level2 / a list of task ids")
     try:
-        split = Split.load(paths.split)
-    except (ValueError, OSError) as e:
-        raise RLStartError(f"{paths.split} cannot be read ({e}); re-run the data stage (01_data)") from None
-    heldout_ids = set(split.heldout_task_ids)
-    return [t for t in tasks if t.id not in heldout_ids and split.side(t) != "heldout"]
+        split = load_run_split(paths.split)
+    except SplitUnavailable as e:
+        raise RLStartError(f"rl_tasks=train needs the held-out split: {e}; or choose rl_tasks=all / level1 / "
+                           "level2 / a list of task ids") from None
+    return [t for t in tasks if not is_heldout(split, t)]
 
 
 def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequence[Task] | None = None) -> list[Task]:
