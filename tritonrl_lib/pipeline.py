@@ -149,7 +149,10 @@ def _execute(nb: Path, executed: Path, params: dict[str, Any]) -> None:
     try:
         papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(project_root()),
                                    progress_bar=sys.stderr.isatty(), log_output=False,
-                                   kernel_name="python3")
+                                   kernel_name="python3",
+                                   # the kernel's own start-up chatter (ipykernel 7 warns on every local
+                                   # TCP start) would bury the runner's progress lines; errors still show
+                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except PapermillExecutionError as e:
         raise NotebookFailed(nb, executed, e.ename, e.evalue, "\n".join(e.traceback)) from None
     finally:
