@@ -123,7 +123,7 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _live_cpu(pids: list[int]) -> float:
+def tree_cpu_seconds(pids: list[int]) -> float:
     """CPU seconds of live processes, including the children they have already reaped."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0.0
@@ -147,11 +147,11 @@ def run_ours(batch: list[Candidate], device: str, workers: int | None) -> tuple[
     with VerifierPool(VerifyConfig(), workers=workers, device=device, cache=False, progress=True) as pool:
         verdicts = pool.map(tasks, codes, desc="ours (cold)")
         pids = [w.proc.pid for w in pool._slots if w is not None]
-        wall1, live1 = time.perf_counter(), _live_cpu(pids)
+        wall1, live1 = time.perf_counter(), tree_cpu_seconds(pids)
         cold = Cost(wall1 - wall0, _self_cpu() + _children_cpu() + live1 - cpu0)
         self1 = _self_cpu()
         pool.map(tasks, codes, desc="ours (warm)")
-        warm = Cost(time.perf_counter() - wall1, _self_cpu() - self1 + _live_cpu(pids) - live1)
+        warm = Cost(time.perf_counter() - wall1, _self_cpu() - self1 + tree_cpu_seconds(pids) - live1)
         size = pool.size
     return [v.to_dict() for v in verdicts], cold, warm, size
 

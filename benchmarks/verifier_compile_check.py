@@ -19,19 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def tree_cpu_seconds(pids: list[int]) -> float:
-    """CPU seconds of live processes plus the children they have reaped."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(x) for x in fields[11:15]) / tick  # utime stime cutime cstime
-    return total
+from verifier import tree_cpu_seconds  # noqa: E402
 
 
 def measure(mode: str, tasks: list, workers: int) -> dict:
