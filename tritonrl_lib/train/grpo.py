@@ -186,14 +186,14 @@ class GRPOPieces:
 
 
 def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
-    import torch
     from trl import GRPOConfig
 
-    rl, m = cfg.rl, cfg.model
+    from .sft import trainer_run_args
+
+    rl = cfg.rl
     fields = {f.name for f in dataclasses.fields(GRPOConfig)}
-    dtype = models.resolve_dtype(m.dtype, device)
-    on_gpu = device.startswith("cuda")
     kw: dict[str, Any] = dict(
+        **trainer_run_args(cfg, device),
         output_dir=str(output_dir),
         max_steps=rl.grpo_steps,
         per_device_train_batch_size=rl.n_samples,  # one group of completions per micro-batch
@@ -204,23 +204,10 @@ def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
         top_p=rl.top_p,
         learning_rate=rl.rl_learning_rate,
         beta=rl.grpo_beta,
-        logging_strategy="steps",
         logging_steps=1,
-        save_strategy="steps",
         save_steps=max(1, rl.grpo_steps // 10),
         save_total_limit=2,
-        save_only_model=False,
-        seed=cfg.seed,
-        data_seed=cfg.seed,
-        bf16=on_gpu and dtype == torch.bfloat16,
-        fp16=on_gpu and dtype == torch.float16,
-        use_cpu=not on_gpu,
-        gradient_checkpointing=m.gradient_checkpointing,  # TRL's default is on; models.py decides
-        gradient_checkpointing_kwargs={"use_reentrant": False} if m.gradient_checkpointing else None,
         remove_unused_columns=False,
-        report_to="none",
-        disable_tqdm=False,
-        dataloader_pin_memory=on_gpu,
         warmup_steps=0,
     )
     return GRPOConfig(**{k: v for k, v in kw.items() if k in fields})

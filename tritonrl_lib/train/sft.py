@@ -267,28 +267,17 @@ class _Processes:
 # --------------------------------------------------------------------------- the trainer
 
 
-def _sft_config_kwargs(cfg: RunConfig, output_dir: Path, packing: bool, group_by_length: bool,
-                       max_steps: int | None, device: str) -> dict[str, Any]:
-    from trl import SFTConfig
-
-    s, m = cfg.sft, cfg.model
-    fields = {f.name for f in dataclasses.fields(SFTConfig)}
-    dtype = models.resolve_dtype(m.dtype, device)
+def trainer_run_args(cfg: RunConfig, device: str) -> dict[str, Any]:
+    """The Trainer settings every stage shares: seeds, precision and device from the model's
+    settings, checkpoints that hold what resuming needs, logging by steps, no reporting services."""
     import torch
 
+    m = cfg.model
+    dtype = models.resolve_dtype(m.dtype, device)
     on_gpu = device.startswith("cuda")
-    kw: dict[str, Any] = dict(
-        output_dir=str(output_dir),
-        num_train_epochs=float(s.epochs),
-        max_steps=max_steps if max_steps else -1,
-        per_device_train_batch_size=s.per_device_batch_size,
-        gradient_accumulation_steps=s.grad_accum_steps,
-        learning_rate=s.learning_rate,
+    return dict(
         logging_strategy="steps",
-        logging_steps=s.logging_steps,
         save_strategy="steps",
-        save_steps=s.save_steps,
-        save_total_limit=s.save_total_limit,
         save_only_model=False,  # optimizer, scheduler and RNG state: what resuming needs
         seed=cfg.seed,
         data_seed=cfg.seed,
@@ -297,13 +286,33 @@ def _sft_config_kwargs(cfg: RunConfig, output_dir: Path, packing: bool, group_by
         use_cpu=not on_gpu,
         gradient_checkpointing=m.gradient_checkpointing,  # TRL's default is on; models.py decides
         gradient_checkpointing_kwargs={"use_reentrant": False} if m.gradient_checkpointing else None,
+        report_to="none",
+        disable_tqdm=False,
+        dataloader_pin_memory=on_gpu,
+    )
+
+
+def _sft_config_kwargs(cfg: RunConfig, output_dir: Path, packing: bool, group_by_length: bool,
+                       max_steps: int | None, device: str) -> dict[str, Any]:
+    from trl import SFTConfig
+
+    s = cfg.sft
+    fields = {f.name for f in dataclasses.fields(SFTConfig)}
+    kw: dict[str, Any] = dict(
+        **trainer_run_args(cfg, device),
+        output_dir=str(output_dir),
+        num_train_epochs=float(s.epochs),
+        max_steps=max_steps if max_steps else -1,
+        per_device_train_batch_size=s.per_device_batch_size,
+        gradient_accumulation_steps=s.grad_accum_steps,
+        learning_rate=s.learning_rate,
+        logging_steps=s.logging_steps,
+        save_steps=s.save_steps,
+        save_total_limit=s.save_total_limit,
         max_length=s.max_seq_len,
         packing=packing,
         packing_strategy="bfd",
         completion_only_loss=True,
-        report_to="none",
-        disable_tqdm=False,
-        dataloader_pin_memory=on_gpu,
         ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient every step
     )
     # transformers 5 spells the warmup ratio as a fractional warmup_steps; older releases had warmup_ratio
