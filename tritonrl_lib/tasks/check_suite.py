@@ -219,20 +219,15 @@ def dry_launches(task: Task, dtype: str = "float32", workdir: Path | None = None
     """
     import torch
 
+    from ..verify.compile_check import env_set
+
     own_dir = tempfile.TemporaryDirectory() if workdir is None else None
     wd = Path(own_dir.name) if own_dir else workdir
-    saved = os.environ.get("TRITON_INTERPRET")
     try:
         # the solution's kernels are made interpreted so a launch needs no GPU driver to be recorded
-        os.environ["TRITON_INTERPRET"] = "1"
-        try:
+        with env_set("TRITON_INTERPRET", "1"):
             ref_mod = _import_source(task.source, "task", wd)
             new_mod = _import_source(task.reference_solution or "", "solution", wd)
-        finally:
-            if saved is None:
-                os.environ.pop("TRITON_INTERPRET", None)
-            else:
-                os.environ["TRITON_INTERPRET"] = saved
         with _LaunchRecorder(execute=False) as recorder, torch.device("meta"), torch.no_grad():
             init = ref_mod.get_init_inputs()
             inputs = ref_mod.get_inputs()

@@ -260,27 +260,32 @@ def stash_compiler_triton() -> None:
     if any(_is_triton_python(m) for m in sys.modules):
         _STASH_ERROR = "Triton was imported before the compiler's copy could be set aside"
         return
-    before = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "0"
     modules: dict[str, ModuleType] = {}
-    try:
-        _warm("frontend")
-    except Exception:
-        _STASH_ERROR = "the CUDA frontend does not run here:\n" + traceback.format_exc()[-1500:]
-    finally:
-        modules = {k: m for k, m in sys.modules.items() if _is_triton_python(k)}
-        for k in modules:
-            del sys.modules[k]
-        _set_env("TRITON_INTERPRET", before)
+    with env_set("TRITON_INTERPRET", "0"):
+        try:
+            _warm("frontend")
+        except Exception:
+            _STASH_ERROR = "the CUDA frontend does not run here:\n" + traceback.format_exc()[-1500:]
+        finally:
+            modules = {k: m for k, m in sys.modules.items() if _is_triton_python(k)}
+            for k in modules:
+                del sys.modules[k]
     if _STASH_ERROR is None:
         _COMPILER_TRITON = modules
 
 
-def _set_env(key: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(key, None)
-    else:
-        os.environ[key] = value
+@contextmanager
+def env_set(key: str, value: str) -> Iterator[None]:
+    """`os.environ[key] = value` for the duration of the block, then as it was (unset included)."""
+    before = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def _warm(mode: str) -> None:
@@ -294,18 +299,16 @@ def _warm(mode: str) -> None:
         path = os.path.join(wd, "tritonrl_warm_kernel.py")
         with open(path, "w") as f:
             f.write(_WARM_SOURCE)
-        cache = os.environ.get("TRITON_CACHE_DIR")
-        os.environ["TRITON_CACHE_DIR"] = os.path.join(wd, "cache")
-        try:
-            import torch
+        with env_set("TRITON_CACHE_DIR", os.path.join(wd, "cache")):
+            try:
+                import torch
 
-            module = load_module_file(path, "tritonrl_warm_kernel")
-            compiler = LaunchCompiler(mode, path)
-            x, idx = torch.zeros(64), torch.zeros(4, dtype=torch.int32)
-            compiler.compile_launch(module.warm_kernel, (x, x, idx, 17, 1), {"BLOCK": 128, "K": 16})
-        finally:
-            sys.modules.pop("tritonrl_warm_kernel", None)
-            _set_env("TRITON_CACHE_DIR", cache)
+                module = load_module_file(path, "tritonrl_warm_kernel")
+                compiler = LaunchCompiler(mode, path)
+                x, idx = torch.zeros(64), torch.zeros(4, dtype=torch.int32)
+                compiler.compile_launch(module.warm_kernel, (x, x, idx, 17, 1), {"BLOCK": 128, "K": 16})
+            finally:
+                sys.modules.pop("tritonrl_warm_kernel", None)
 
 
 @contextmanager
@@ -315,20 +318,18 @@ def compiler_triton() -> Iterator[None]:
     if _COMPILER_TRITON is None:
         raise RuntimeError(_STASH_ERROR or "the worker did not set the compiler's Triton aside")
     current = {k: m for k, m in sys.modules.items() if _is_triton_python(k)}
-    interpret = os.environ.get("TRITON_INTERPRET")
     for k in current:
         del sys.modules[k]
     sys.modules.update(_COMPILER_TRITON)
-    os.environ["TRITON_INTERPRET"] = "0"
-    try:
-        yield
-    finally:
-        for k in [k for k in sys.modules if _is_triton_python(k)]:
-            module = sys.modules.pop(k)
-            if k not in _COMPILER_TRITON:
-                _COMPILER_TRITON[k] = module  # imported lazily by the compiler: keep it with its copy
-        sys.modules.update(current)
-        _set_env("TRITON_INTERPRET", interpret)
+    with env_set("TRITON_INTERPRET", "0"):
+        try:
+            yield
+        finally:
+            for k in [k for k in sys.modules if _is_triton_python(k)]:
+                module = sys.modules.pop(k)
+                if k not in _COMPILER_TRITON:
+                    _COMPILER_TRITON[k] = module  # imported lazily by the compiler: keep it with its copy
+            sys.modules.update(current)
 
 
 def warm_full_pipeline() -> None:
