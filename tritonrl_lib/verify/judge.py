@@ -219,9 +219,9 @@ class Judge:
         tensors = [m for m in metas if isinstance(m, dict) and m.get("kind") == "tensor"]
         if len(tensors) != len(metas) or len(blobs) != len(metas) + n_alt:
             return self._fail("reference_error", f"the reference's outputs for {name} are not all tensors")
-        if n_alt and (n_alt != len(metas) or any(a.get("kind") != "tensor" or a.get("dtype") != m.get("dtype")
-                                                 or a.get("shape") != m.get("shape")
-                                                 for a, m in zip(alt, metas) if isinstance(a, dict))):
+        if n_alt and (n_alt != len(metas) or any(not isinstance(a, dict) or a.get("kind") != "tensor"
+                                                 or a.get("dtype") != m.get("dtype") or a.get("shape") != m.get("shape")
+                                                 for a, m in zip(alt, metas))):
             return self._fail("internal_error", f"malformed alternative reference for {name}")
         for m, b in zip(metas + (alt if n_alt else []), blobs):
             decode(m, b)  # validates sizes
