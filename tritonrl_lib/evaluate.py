@@ -356,6 +356,11 @@ class _LazyPool:
             self.pool = VerifierPool(self.cfg.verify, device=self.cfg.device)
         return self.pool
 
+    def map(self, *args, **kwargs):
+        """VerifierPool.map, so a lazy pool can be handed on where a pool is expected (the receiver
+        wraps it again, does not own it, and so never closes it)."""
+        return self.get().map(*args, **kwargs)
+
     def close(self) -> None:
         if self.own and self.pool is not None:
             self.pool.close()
@@ -451,26 +456,12 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, stages: Sequence
                 results.append(StageEval(stage, "skipped", None, None, str(e)))
                 continue
             # the pool is started only when a stage actually needs verifying
-            shared = _PoolProxy(lazy)
             results.append(evaluate_model(cfg, spec, tasks, stage=stage, adapter=adapter,
-                                          out=paths.eval_file(stage), pool=shared, task_source=cfg.eval.eval_tasks,
+                                          out=paths.eval_file(stage), pool=lazy, task_source=cfg.eval.eval_tasks,
                                           force=force, progress=progress, log=log))
     finally:
         lazy.close()
     return EvalRunResult(results)
-
-
-class _PoolProxy:
-    """Hands `evaluate_model` the run's lazily started pool without letting it close it."""
-
-    def __init__(self, lazy: _LazyPool):
-        self._lazy = lazy
-
-    def map(self, *args, **kwargs):
-        return self._lazy.get().map(*args, **kwargs)
-
-    def close(self) -> None:  # the run closes the pool once, after its last stage
-        pass
 
 
 # --------------------------------------------------------------------------- reading results
