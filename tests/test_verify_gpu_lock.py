@@ -14,19 +14,54 @@ pytestmark = pytest.mark.timeout(60)
 
 def _sharer(path, hold_s, log):
     lock = GpuLock(path)
-    lock.share()
-    log.put(("share", time.monotonic()))
-    time.sleep(hold_s)
-    log.put(("unshare", time.monotonic()))
+    with lock.shared():
+        log.put(("share", time.monotonic()))
+        time.sleep(hold_s)
+        log.put(("unshare", time.monotonic()))
+    time.sleep(hold_s)  # alive but not on the GPU: a timer need not wait for this
+
+
+def _timer_queued(path, timeout_s=10.0):
+    """True once a timer holds the turnstile (it is waiting for the sharers)."""
+    import fcntl
+    import os
+
+    fd = os.open(path + ".turnstile", os.O_RDWR)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                return True
+            time.sleep(0.01)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _compiling_sharer(path, log):
+    """Shares until a timer queues, gives the hold up for a CPU-only while (a compile), shares again."""
+    lock = GpuLock(path)
+    with lock.shared():
+        log.put(("share", time.monotonic()))
+        assert _timer_queued(path)
+        with lock.released():
+            log.put(("released", time.monotonic()))
+            time.sleep(0.3)
+        log.put(("reshared", time.monotonic()))
 
 
 def _timer(path, work_s, log, name):
     lock = GpuLock(path)
-    lock.share()
-    with lock.alone():
-        start = time.monotonic()
-        time.sleep(work_s)
-        log.put((name, start, time.monotonic()))
+    with lock.shared():  # a candidate times from inside its own shared hold, or outside any
+        with lock.alone():
+            start = time.monotonic()
+            assert lock.held == "alone"
+            time.sleep(work_s)
+            log.put((name, start, time.monotonic(), lock.waited_alone_s))
+        assert lock.held == "shared"
 
 
 def _events(log, n):
@@ -86,3 +121,42 @@ def test_a_killed_holder_releases_the_gpu(tmp_path):
     timer.start()
     timer.join(10)
     assert timer.exitcode == 0 and log.get(timeout=5)[0] == "timer"
+
+
+def test_timer_waits_for_gpu_work_not_for_whole_candidates(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    ctx = mp.get_context("fork")
+    log = ctx.Queue()
+    sharer = ctx.Process(target=_sharer, args=(path, 3.0, log))  # on the GPU 3 s, then alive 3 s more
+    sharer.start()
+    assert log.get(timeout=10)[0] == "share"
+    t0 = time.monotonic()
+    timer = ctx.Process(target=_timer, args=(path, 0.1, log, "timer"))
+    timer.start()
+    events = _events(log, 2)
+    timer.join(10)
+    unshared = next(t for name, t, *_ in events if name == "unshare")
+    name, start, end, waited = next(e for e in events if e[0] == "timer")
+    assert start >= unshared and start - t0 < 5.5  # ran once the GPU work ended, long before the sharer exited
+    assert 1.5 < waited < 5.0
+    sharer.kill()
+
+
+def test_a_sharer_compiling_lets_a_timer_in_and_then_waits_for_it(tmp_path):
+    path = str(tmp_path / "gpu.lock")
+    ctx = mp.get_context("fork")
+    log = ctx.Queue()
+    sharer = ctx.Process(target=_compiling_sharer, args=(path, log))
+    sharer.start()
+    assert log.get(timeout=10)[0] == "share"
+    timer = ctx.Process(target=_timer, args=(path, 1.0, log, "timer"))
+    timer.start()
+    events = _events(log, 3)
+    for p in (sharer, timer):
+        p.join(10)
+        assert p.exitcode == 0
+    released = next(t for name, t, *_ in events if name == "released")
+    reshared = next(t for name, t, *_ in events if name == "reshared")
+    _, start, end, _ = next(e for e in events if e[0] == "timer")
+    assert released <= start < released + 0.5  # the timer got the GPU as soon as the compile began
+    assert reshared >= end  # and the sharer came back only after the timing

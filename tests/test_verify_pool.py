@@ -220,3 +220,6 @@ def test_gpu_path_times_and_checks():
     assert vs[3].reason == "cuda_error", (vs[3].reason, vs[3].error[-500:])
     assert "cached_output" in vs[4].cheat_flags
     assert vs[5].correct  # the worker that saw a CUDA error went on (a fresh child per candidate)
+    # Triton's C modules came from the worker (native_builds.py), checked, never built in a candidate
+    assert not [n for v in vs for n in v.notes if "module here" in n], [v.notes for v in vs]
+    assert isinstance(ok.timing.get("gpu_wait_s"), float)

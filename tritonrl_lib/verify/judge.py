@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .compile_check import warm_full_pipeline
+from .native_builds import NativeBuilder
 from .reward import compute_reward
 from .sandbox import Limits, SandboxOutcome, run_sandboxed
 from .timing import speedup_stats
@@ -134,8 +135,10 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
 
 
 class Judge:
-    def __init__(self, job: dict[str, Any]):
+    def __init__(self, job: dict[str, Any], builder: NativeBuilder | None = None):
         self.job = job
+        self.builder = builder  # the worker's builds of Triton's C modules (native_builds.py)
+        self.build_requests = 0
         self.s = job["settings"]
         self.policy = job["policy"]
         self.started = time.monotonic()
@@ -153,9 +156,14 @@ class Judge:
 
     # ---------------------------------------------------------------- messages
 
-    def on_message(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+    def on_message(self, header: dict[str, Any], blobs: list[bytearray]) -> str | dict[str, str] | None:
         kind = header.get("type")
         try:
+            if kind == "build":  # not part of the verdict: Triton in the child wants a C module built
+                if self.builder is None:
+                    return {"error": "this worker does not build modules"}
+                self.build_requests += 1
+                return self.builder.answer(header, self.build_requests - 1)
             if kind == "note":
                 if len(self.notes) < 50:
                     self.notes.append(str(header.get("text", ""))[:300])
@@ -356,6 +364,9 @@ class Judge:
             return None
         stats["device"] = str(header.get("device_name", ""))[:100]
         stats["warmup"] = int(self.s.get("timing_warmup", 10))
+        wait = header.get("gpu_wait_s")
+        if isinstance(wait, (int, float)) and 0 <= wait < 1e6:
+            stats["gpu_wait_s"] = round(float(wait), 3)  # how long it waited for the GPU to itself
         self.timing = stats
         self.passed = "timing"
         return None
@@ -440,12 +451,22 @@ def _exit_reason(status: int | None) -> tuple[str, str]:
 # --------------------------------------------------------------------------- one job, in the worker
 
 
+_BUILDERS: dict[str, NativeBuilder] = {}
+
+
+def _builder(base_dir: str) -> NativeBuilder:
+    """One builder per worker (its folder lives and dies with the worker's temp dir)."""
+    if base_dir not in _BUILDERS:
+        _BUILDERS[base_dir] = NativeBuilder(os.path.join(base_dir, "native"))
+    return _BUILDERS[base_dir]
+
+
 def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, Any]:
     """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict."""
     from .stages import child_main
 
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
-    judge = Judge(job)
+    judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
     s = job["settings"]
     limits = Limits(timeout_s=float(s["timeout_s"]), memory_limit_mb=int(s["memory_limit_mb"]),
                     cap_address_space=job["device"] == "cpu",

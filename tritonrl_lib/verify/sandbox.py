@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 # Frame: 4-byte little-endian header length, JSON header (with "blobs": [byte lengths]), the blobs.
 _LEN = struct.Struct("<I")
+REPLY_TAG = b"R"  # worker -> child: a JSON reply (tag, 4-byte length, JSON); gate answers are one other byte
 MAX_HEADER_BYTES = 4 << 20
 MAX_PROCESSES = 16  # a candidate's tree (the child included) may not hold more live processes
 POLL_S = 0.05
@@ -167,6 +168,27 @@ class ChildChannel:
         except OSError:
             return False
         return answer == b"G"
+
+    def request(self, header: dict[str, Any]) -> dict[str, Any] | None:
+        """Send `header` and wait for the worker's JSON reply; None if there is none."""
+        self.send(header)
+        try:
+            if self._read_exactly(1) != REPLY_TAG:
+                return None
+            (n,) = _LEN.unpack(self._read_exactly(_LEN.size))
+            reply = json.loads(self._read_exactly(n))
+        except (OSError, ValueError, struct.error):
+            return None
+        return reply if isinstance(reply, dict) else None
+
+    def _read_exactly(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            part = os.read(self.in_fd, n - len(out))
+            if not part:
+                raise OSError("the worker closed the channel")
+            out += part
+        return bytes(out)
 
 
 # --------------------------------------------------------------------------- /proc
@@ -345,14 +367,15 @@ class SandboxOutcome:
 
 def run_sandboxed(
     child_fn: Callable[[ChildChannel], None],
-    on_message: Callable[[dict[str, Any], list[bytearray]], str | None],
+    on_message: Callable[[dict[str, Any], list[bytearray]], str | dict[str, Any] | None],
     limits: Limits,
     workdir: str,
     watch_fd: int | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> SandboxOutcome:
     """Fork a child running `child_fn(channel)` inside `workdir`; feed its messages to `on_message`
-    (which may answer "go"/"stop" to a gate, or "stop" to end the child now); enforce `limits`.
+    (which may answer "go"/"stop" to a gate, "stop" to end the child now, or a dict: the JSON reply
+    to a request); enforce `limits`.
 
     `watch_fd` (the pool connection) is watched too: if it closes, the child is killed at once.
     """
@@ -406,7 +429,13 @@ def run_sandboxed(
                     try:
                         for header, blobs in reader.feed(data):
                             action = on_message(header, blobs)
-                            if action == "go":
+                            if isinstance(action, dict):
+                                raw = json.dumps(action).encode()
+                                try:
+                                    write_all(w2c_w, [REPLY_TAG + _LEN.pack(len(raw)) + raw])
+                                except OSError:
+                                    pass
+                            elif action == "go":
                                 try:
                                     os.write(w2c_w, b"G")
                                 except OSError:

@@ -37,6 +37,7 @@ from .compile_check import SM, LaunchCompiler, compile_failure_kind, compiler_av
 from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, is_plain_tensor,
                              perturb_host_allocator,
                              poison_allocator, same_bits, scrub)
+from . import native_builds
 from .gpu_lock import GpuLock
 from .sandbox import ChildChannel
 from .variations import (VARIATION_ORDER, cast_floats, cpu_copies, describe_inputs, larger_plan,
@@ -156,9 +157,33 @@ class Child:
             torch.cuda.set_per_process_memory_fraction(GPU_MEMORY_FRACTION / sharers)
             if os.environ.get("TRITONRL_GPU_LOCK"):
                 self.gpu_lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"])
-                self.gpu_lock.share()
+            # Triton's C helper modules come built from the worker, not compiled again here
+            native_builds.install(self.ch.request, self.note)
         else:
             torch.set_num_threads(max(1, int(self.job.get("threads", 1))))
+
+    def gpu_section(self) -> Any:
+        """Hold the GPU shared while this process may have work on it (gpu_lock.py)."""
+        return self.gpu_lock.shared() if self.gpu_lock else contextlib.nullcontext()
+
+    def release_gpu_while_compiling(self) -> None:
+        """A kernel compile is CPU work: give the shared hold up meanwhile, after a device-wide sync,
+        so a timer elsewhere need not wait for it."""
+        from triton.runtime.jit import JITFunction
+
+        original = getattr(JITFunction, "_do_compile", None)
+        if original is None or self.gpu_lock is None:
+            return
+        lock = self.gpu_lock
+
+        def _do_compile(fn_self: Any, *args: Any, **kwargs: Any) -> Any:
+            if lock.held != "shared":
+                return original(fn_self, *args, **kwargs)
+            torch.cuda.synchronize()
+            with lock.released():
+                return original(fn_self, *args, **kwargs)
+
+        JITFunction._do_compile = _do_compile
 
     def note(self, text: str) -> None:
         self.ch.send({"type": "note", "text": text})
@@ -351,6 +376,34 @@ class Child:
             # outputs live in host memory: from here on glibc fills every block it hands out, so an
             # output a kernel never wrote cannot hold a freed reference result (GPU: see call_candidate)
             perturb_host_allocator()
+        elif self.device == "cuda":
+            self.release_gpu_while_compiling()
+        with self.gpu_section():  # module-level code may already use the GPU
+            models = self.import_and_build(path, plan)
+        if models is None:
+            return
+        self.ch.send({"type": "stage", "stage": "compile"})
+
+        for stage in ("tiny", "full"):
+            for s in plan.sets:
+                if s.stage != stage:
+                    continue
+                with self.gpu_section():
+                    ok = self.call_candidate(models[s.model_key], s, tracker, census)
+                if not ok:
+                    return
+            if not self.ch.gate(stage):  # the worker judges meanwhile; this process holds no GPU
+                return
+        if self.compiler is not None and self.compiler.compiled:
+            self.note(f"compile check: {self.compiler.compiled} distinct launch(es) compiled for CUDA "
+                      f"sm_{SM} ({self.compiler.mode})")
+        if self.s.get("timing_enabled") and self.device == "cuda":
+            self.timing(plan, models)
+        self.ch.send({"type": "done"})
+
+    def import_and_build(self, path: str, plan: Plan) -> dict[str, torch.nn.Module] | None:
+        """The candidate's module imported and ModelNew built for every model spec; None (after saying
+        why) when that fails."""
         try:
             with open(path, "w") as f:
                 f.write(self.job["code"])
@@ -359,11 +412,10 @@ class Child:
             if not isinstance(cls, type):
                 self.ch.send({"type": "error", "stage": "compile", "reason": "compile_error",
                               "error": "the module defines no class ModelNew"})
-                return
+                return None
         except BaseException as e:
             self.ch.send({"type": "error", "stage": "compile", "reason": classify(e, "compile"), "error": _excerpt(e)})
-            return
-
+            return None
         models: dict[str, torch.nn.Module] = {}
         try:
             for key, spec in plan.models.items():
@@ -372,21 +424,8 @@ class Child:
             reason = classify(e, "compile")
             self.ch.send({"type": "error", "stage": "compile", "reason": reason,
                           "error": f"ModelNew(*get_init_inputs()) failed:\n{_excerpt(e)}"})
-            return
-        self.ch.send({"type": "stage", "stage": "compile"})
-
-        for stage in ("tiny", "full"):
-            for s in plan.sets:
-                if s.stage == stage and not self.call_candidate(models[s.model_key], s, tracker, census):
-                    return
-            if not self.ch.gate(stage):
-                return
-        if self.compiler is not None and self.compiler.compiled:
-            self.note(f"compile check: {self.compiler.compiled} distinct launch(es) compiled for CUDA "
-                      f"sm_{SM} ({self.compiler.mode})")
-        if self.s.get("timing_enabled") and self.device == "cuda":
-            self.timing(plan, models)
-        self.ch.send({"type": "done"})
+            return None
+        return models
 
     def build_candidate(self, cls: type, spec: ModelSpec) -> torch.nn.Module:
         model = self.build(cls, copy.deepcopy(spec.init_inputs))
@@ -453,7 +492,8 @@ class Child:
             self.ch.send({"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": _excerpt(e)})
             return
         self.ch.send({"type": "timing", "ref_ms": times["ref"], "cand_ms": times["cand"],
-                      "device_name": torch.cuda.get_device_name(0)})
+                      "device_name": torch.cuda.get_device_name(0),
+                      "gpu_wait_s": self.gpu_lock.waited_alone_s if self.gpu_lock else 0.0})
 
 
 def _same_values(a: list[Any], b: list[Any]) -> bool:
@@ -473,7 +513,8 @@ def child_main(job: dict[str, Any], ch: ChildChannel) -> None:
     child = Child(job, ch)
     child.setup()
     with torch.no_grad():
-        plan = child.reference_phase()
+        with child.gpu_section():
+            plan = child.reference_phase()
         if plan is None:
             return
         for name in [m for m in sys.modules if m.startswith(TASK_MODULE)]:
