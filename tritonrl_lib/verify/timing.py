@@ -3,7 +3,8 @@
 Measurement (inside the candidate's process, GPU only): warm both up, then for every trial flush
 the L2 cache (write a buffer larger than it), and time one call between CUDA events with a
 device-wide synchronise inside the timed region, so work a candidate pushes onto side streams is
-counted. Reference and candidate alternate trial by trial (and swap who goes first), so clock and
+counted. The start event is queued behind the flush without waiting for it, so the call is issued
+while the GPU is still flushing and the host's launch jitter stays out of the time. Reference and candidate alternate trial by trial (and swap who goes first), so clock and
 thermal drift hit both alike. The statistics (`summarize`, `speedup_stats`) are pure Python: the
 worker computes them from the raw per-trial times, outside the candidate's reach.
 """
@@ -87,7 +88,8 @@ def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int
         for which in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
             if buf is not None:
                 buf.zero_()
-            torch.cuda.synchronize()
+            # no synchronise here: the GPU is still flushing while the call is issued, so the time is
+            # the GPU's work and not the host's launch jitter (as triton.testing.do_bench does)
             start.record()
             fns[which]()
             torch.cuda.synchronize()  # device-wide: side streams finish inside the timed region
