@@ -105,10 +105,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-run", default="", help="a run folder (outputs/<run>) with split.json and checkpoints/sft")
     ap.add_argument("--rounds", type=int, default=2, help="best-of-N rounds")
     ap.add_argument("--grpo-steps", type=int, default=8)
+    ap.add_argument("--methods", default="best_of_n,grpo",
+                    help="comma-separated RL methods to run (each beside SFT; two GPUs can run one each)")
     ap.add_argument("--quick", action="store_true", help="tiny shapes: a CPU check that the command works")
     ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                     help="more overrides for every run, e.g. -p tasks_per_round=8")
     args = ap.parse_args(argv)
+    wanted = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = [m for m in wanted if m not in ("best_of_n", "grpo")]
+    if not wanted or unknown:
+        ap.error(f"--methods: unknown {', '.join(unknown) or '(none given)'}; choose from best_of_n, grpo")
 
     from tritonrl_lib.config import parse_cli_overrides
     from tritonrl_lib.evaluate import evaluate_model, load_eval_tasks
@@ -143,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_eval_tasks(base_cfg, base_paths)
     result["eval_tasks"] = [t.id for t in tasks]
     with VerifierPool(base_cfg.verify) as pool:
-        methods = {m: _method_run(args, out, m, base_paths, overrides, pool, say) for m in ("best_of_n", "grpo")}
+        methods = {m: _method_run(args, out, m, base_paths, overrides, pool, say) for m in wanted}
         result["methods"] = {m: {k: v for k, v in r.items()} for m, r in methods.items()}
         evals = {}
         for stage, folder in [("sft", base_paths.sft_checkpoint)] + [
