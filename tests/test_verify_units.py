@@ -414,6 +414,65 @@ def test_judge_leftover_processes_make_a_correct_candidate_fail():
     assert (v.stage, v.reason, v.reward) == ("full", "ok", 0.7) and "timing skipped: no GPU" in v.notes
 
 
+def _scaled_run(j, original_ref, original_cand, scaled_ref, scaled_cand):
+    """tiny, original and scaled input sets; returns the verdict."""
+    tiny = torch.randn(4)
+    _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny])
+    _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [original_ref])
+    _send(j, {"type": "ref", "name": "scaled", "stage": "full", "inputs": "x"}, [scaled_ref])
+    _send(j, {"type": "ref_done"})
+    _send(j, {"type": "stage", "stage": "compile"})
+    _send(j, *_cand("tiny", tiny.clone()))
+    assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
+    for name, out in (("original", original_cand), ("scaled", scaled_cand)):
+        if _send(j, *_cand(name, out)) == "stop":
+            break
+    else:
+        assert _send(j, {"type": "gate", "stage": "full"}) == "go"
+        _send(j, {"type": "done"})
+    return Verdict.from_dict(j.finalize(_outcome()))
+
+
+def _tf32_matmul(a, b):
+    """float32 matmul with inputs rounded to TF32 (10-bit mantissa), as tensor cores compute tl.dot."""
+    def tf32(x):
+        bits = x.contiguous().view(torch.int32)
+        return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+    return tf32(a).double().mm(tf32(b).double()).float()
+
+
+def test_judge_absolute_tolerance_grows_with_the_outputs_magnitude():
+    torch.manual_seed(0)
+    a, b = torch.randn(64, 64), torch.randn(64, 48)  # the shapes of the GPU test that failed this way
+    ref, ref2 = a.mm(b), (2 * a).mm(2 * b)  # the scaled set: inputs x2, outputs x4
+    cand, cand2 = _tf32_matmul(a, b), _tf32_matmul(2 * a, 2 * b)
+    # with a fixed atol the TF32 kernel fails on the scaled inputs though it is no worse there
+    fixed = ((cand2 - ref2).abs() > 1e-2 + 1e-2 * ref2.abs()).sum().item()
+    assert ((cand - ref).abs() > 1e-2 + 1e-2 * ref.abs()).sum().item() == 0 and fixed > 0
+    v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref2, cand2)
+    assert v.correct, (v.reason, v.error)
+    scaled = next(e for e in v.errors if e["name"] == "scaled")
+    assert 3.5 < scaled["atol_scaled"] < 4.5
+    # a real error is still caught on the larger outputs
+    wrong = cand2.clone()
+    wrong[3, 5] += 0.5 + 0.02 * abs(float(ref2[3, 5]))
+    v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref2, wrong)
+    assert not v.correct and v.reason == "mismatch:scaled"
+    # outputs that do not grow keep the configured atol
+    v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref, cand + 0.011 + 0.01 * ref.abs())
+    assert not v.correct and v.reason == "mismatch:scaled"
+
+
+def test_judge_takes_output_magnitudes_from_the_reference_phase():
+    j = _judge(timing_enabled=False)
+    out = torch.randn(32)
+    for name, mags in (("original", [1.0]), ("scaled", [3.0]), ("seed", ["x"]), ("larger", [1.0, 2.0])):
+        _send(j, {"type": "ref", "name": name, "stage": "full", "inputs": "x", "magnitudes": mags}, [out])
+    assert j._magnitude_growth("scaled", 0) == pytest.approx(3.0)  # as the child measured it
+    assert j._magnitude_growth("seed", 0) == 1.0 and j._magnitude_growth("larger", 0) == 1.0  # malformed: recomputed
+    assert j.refs["seed"]["magnitudes"] is None and j._magnitude_growth("original", 0) == 1.0
+
+
 def _half_run(j, cand_half, ref_half, alt_half=None):
     """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
     reference; returns the candidate's verdict on the bfloat16 set."""

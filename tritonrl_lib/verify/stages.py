@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import sys
 import traceback
@@ -211,7 +212,8 @@ class Child:
     def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any],
                  alt: list[Any] | None = None) -> None:
         metas, blobs = encode_outputs(outs)
-        header = {"type": "ref", "name": name, "stage": stage, "outputs": metas, "inputs": describe_inputs(inputs)}
+        header = {"type": "ref", "name": name, "stage": stage, "outputs": metas, "inputs": describe_inputs(inputs),
+                  "magnitudes": [_mean_abs(o) for o in outs]}
         if alt is not None:
             header["alt_outputs"], alt_blobs = encode_outputs(alt)
             blobs = blobs + alt_blobs
@@ -494,6 +496,19 @@ class Child:
         self.ch.send({"type": "timing", "ref_ms": times["ref"], "cand_ms": times["cand"],
                       "device_name": torch.cuda.get_device_name(0),
                       "gpu_wait_s": self.gpu_lock.waited_alone_s if self.gpu_lock else 0.0})
+
+
+def _mean_abs(out: Any) -> float:
+    """Mean absolute value of an output's finite entries, on its own device (the judge scales its
+    absolute tolerance by how much this grows on an input set; 0 for anything else)."""
+    if not isinstance(out, torch.Tensor) or not (out.is_floating_point() or out.is_complex()) or out.numel() == 0:
+        return 0.0
+    mag = out.detach().abs()
+    total = float(mag.sum(dtype=torch.float64))
+    if not math.isfinite(total):
+        mag = mag[torch.isfinite(mag)]
+        total = float(mag.sum(dtype=torch.float64))
+    return total / mag.numel() if mag.numel() else 0.0
 
 
 def _same_values(a: list[Any], b: list[Any]) -> bool:
