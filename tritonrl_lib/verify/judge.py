@@ -490,7 +490,9 @@ def _mean_abs(meta: dict[str, Any], blob: bytes | bytearray) -> float:
 
 
 def _digest(blobs: list[bytearray]) -> str:
-    h = hashlib.blake2b(digest_size=16)
+    # SHA-256: hardware-accelerated on current x86 (2.5x blake2b here: 24 vs 61 ms for 34 MB), and
+    # every output of every input set is hashed twice (reference, candidate) for the cached-output check
+    h = hashlib.sha256()
     for b in blobs:
         h.update(len(b).to_bytes(8, "little"))
         h.update(b)
