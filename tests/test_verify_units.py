@@ -473,6 +473,56 @@ def test_judge_takes_output_magnitudes_from_the_reference_phase():
     assert j.refs["seed"]["magnitudes"] is None and j._magnitude_growth("original", 0) == 1.0
 
 
+def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
+    # rtol x inf makes the tolerance infinite: without care 0, 1e30 or -inf would all "match" +inf
+    from tritonrl_lib.verify.judge import compare
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    ref = torch.tensor([1.0, float("inf"), -2.0, float("-inf")])
+    (rm,), (rb,) = encode_outputs([ref])
+    for value, ok in ((float("inf"), True), (0.0, False), (1e30, False), (float("-inf"), False),
+                      (float("nan"), False)):
+        cand = ref.clone()
+        cand[1] = value
+        (cm,), (cb,) = encode_outputs([cand])
+        r = compare(rm, rb, cm, cb, 1e-2, 1e-2)
+        assert r["ok"] is ok, (value, r)
+        if not ok:
+            assert "where the reference is inf/NaN" in r["detail"]
+
+
+def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
+    """The comparison and the output digest are split over threads for large outputs; the verdict
+    must not depend on how many (NaN, inf held or not, a far value, in different chunks)."""
+    import tritonrl_lib.verify.judge as judge
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    monkeypatch.setattr(judge, "_CHUNK", 1000)  # many chunks from a small tensor
+    torch.manual_seed(0)
+    ref = torch.randn(10_500)
+    ref[2_500] = float("inf")
+    cases = {"ok": ref + 1e-4, "far": ref.clone(), "nan": ref.clone(), "inf_lost": ref.clone()}
+    cases["far"][9_999] += 3.0
+    cases["nan"][4_321] = float("nan")
+    cases["inf_lost"][2_500] = 0.0
+    (rm,), (rb,) = encode_outputs([ref])
+    answers = {}
+    for threads in (1, 3):
+        monkeypatch.setattr(judge, "COMPARE_THREADS", threads)
+        monkeypatch.setattr(judge, "_POOL", None)
+        for name, cand in cases.items():
+            (cm,), (cb,) = encode_outputs([cand])
+            r = judge.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
+            answers.setdefault(name, []).append((r["ok"], r.get("reason"), r.get("detail"), r["max_abs"],
+                                                 r["max_rel"]))
+        answers.setdefault("digest", []).append(judge._digest([bytearray(rb), bytearray(b"x" * 70_001)]))
+    for name, (one, several) in answers.items():
+        assert one == several, name
+    assert answers["ok"][0][0] and not answers["far"][0][0] and answers["nan"][0][1] == "nan_output"
+    assert "where the reference is inf/NaN" in answers["inf_lost"][0][2]
+    assert judge._digest([bytearray(b"ab"), bytearray(b"c")]) != judge._digest([bytearray(b"a"), bytearray(b"bc")])
+
+
 def _half_run(j, cand_half, ref_half, alt_half=None):
     """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
     reference; returns the candidate's verdict on the bfloat16 set."""
