@@ -8,6 +8,7 @@
 #   bash benchmarks/gpu_session.sh 2   # the verifier profile (short)
 #   bash benchmarks/gpu_session.sh 3   # GPU 0: the gpu profile 02 -> 05; GPU 1: SFT throughput at batch 16/32/64
 #   bash benchmarks/gpu_session.sh 4   # the pipeline's rest if any; RL held-out: best-of-N on GPU 0, GRPO on GPU 1
+#                                      #   (a GRPO step took ~250 s on 2026-11-21, nearly all verification)
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -67,7 +68,7 @@ case $PHASE in
     CUDA_VISIBLE_DEVICES=0 timeout -s INT 240 $PY -m tritonrl_lib.cli run --params gpu --run gpu > "$R/run_rest.log" 2>&1
     log "pipeline (rest) rc=$? $(tail -3 "$R/run_rest.log" | tr '\n' ' ')"
   fi
-  ( CUDA_VISIBLE_DEVICES=1 timeout $(left 540) $PY benchmarks/rl_heldout.py --methods grpo --grpo-steps 6 \
+  ( CUDA_VISIBLE_DEVICES=1 timeout $(left 540) $PY benchmarks/rl_heldout.py --methods grpo --grpo-steps 2 \
         --out "$R/rl_grpo" --from-run outputs/gpu > "$R/rl_grpo.log" 2>&1
     echo "rl_heldout grpo rc=$? $(tail -2 "$R/rl_grpo.log" | tr '\n' ' ')" >> "$R/summary.txt" ) &
   CUDA_VISIBLE_DEVICES=0 timeout $(left 540) $PY benchmarks/rl_heldout.py --methods best_of_n \
