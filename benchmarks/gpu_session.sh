@@ -13,7 +13,7 @@
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
 set -u
-PHASE=${1:?phase 1-3}
+PHASE=${1:?phase 1-4}
 OUT=${OUT:-$PWD/gpu_results}
 R=/tmp/gpu_results/phase$PHASE
 mkdir -p "$R" "$OUT"
