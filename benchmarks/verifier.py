@@ -325,7 +325,8 @@ def report(batch, ours, cold: Cost, warm: Cost, kb, kbc: Cost, workers, device, 
     for c, v, k in zip(batch, ours, kb):
         agree = bool(v["correct"]) == bool(k.get("correct"))
         rows.append({"candidate": c.label, "kind": c.kind, "ours": {"correct": v["correct"], "stage": v["stage"],
-                     "reason": v["reason"], "seconds": v["duration_s"], "speedup": v["speedup"]},
+                     "reason": v["reason"], "seconds": v["duration_s"], "speedup": v["speedup"],
+                     "phases": v.get("phases", {})},
                      "kernelbench_way": k, "agree": agree})
         if not agree:
             disagree.append(c.label)

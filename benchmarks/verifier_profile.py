@@ -55,7 +55,7 @@ def main() -> None:
                 t = time.perf_counter()
                 v = pool.map([tasks[n]], [tasks[n].reference_solution])[0]
                 rows.append({"task": n, "wall_s": round(time.perf_counter() - t, 3), "duration_s": v.duration_s,
-                             "stage": v.stage, "reason": v.reason, "notes": v.notes,
+                             "stage": v.stage, "reason": v.reason, "notes": v.notes, "phases": v.phases,
                              "timing": {k: v.timing[k] for k in list(v.timing)[:12]} if v.timing else None})
         result["configs"][label] = {"pool_start_s": round(start, 3), "rows": rows}
         print(label, f"start {start:.2f}s", [(r["task"], r["wall_s"]) for r in rows], flush=True)

@@ -195,6 +195,9 @@ class Judge:
         self.s = job["settings"]
         self.policy = job["policy"]
         self.started = time.monotonic()
+        self.phases: dict[str, float] = {}
+        self._phase_from = self.started
+        self.worker_s = 0.0  # time spent here on the child's references and outputs
         self.refs: dict[str, dict[str, Any]] = {}
         self._growth: dict[tuple[str, int], float] = {}
         self.results: dict[str, dict[str, Any]] = {}
@@ -223,11 +226,16 @@ class Judge:
                     self.notes.append(str(header.get("text", ""))[:300])
                 return None
             if kind == "ref":
-                return self._ref(header, blobs)
+                t0 = time.monotonic()
+                try:
+                    return self._ref(header, blobs)
+                finally:
+                    self.worker_s += time.monotonic() - t0
             if kind == "ref_error":
                 return self._fail("reference_error",
                                   "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
             if kind == "ref_done":
+                self._phase("reference")
                 self.ref_done = True
                 if "original" not in self.refs:
                     return self._fail("reference_error", "no reference outputs for the original inputs")
@@ -235,10 +243,15 @@ class Judge:
             if not self.ref_done:
                 return self._fail("protocol_error", f"message {kind!r} before the reference was done")
             if kind == "stage" and header.get("stage") == "compile" and self.passed == "static":
+                self._phase("compile")
                 self.passed = "compile"
                 return None
             if kind == "cand":
-                return self._cand(header, blobs)
+                t0 = time.monotonic()
+                try:
+                    return self._cand(header, blobs)
+                finally:
+                    self.worker_s += time.monotonic() - t0
             if kind == "gate":
                 return self._gate(str(header.get("stage")))
             if kind == "error":
@@ -388,6 +401,11 @@ class Judge:
             reason = f"mismatch:{name}"
         return self._fail(reason, f"{bad['detail']} on the {where}", stage)
 
+    def _phase(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = round(now - self._phase_from, 3)
+        self._phase_from = now
+
     def _magnitude_growth(self, name: str, i: int) -> float:
         """How much larger output `i` is on input set `name` than on the original inputs (mean absolute
         value of the trusted references, at least 1). The absolute tolerance grows with it: atol is
@@ -424,6 +442,7 @@ class Judge:
         if stage_index(self.passed) != stage_index(stage) - 1:
             return self._fail("protocol_error", f"stage {stage} out of order")
         self.passed = stage
+        self._phase(stage)
         return "go"
 
     def _child_error(self, header: dict[str, Any]) -> str:
@@ -457,6 +476,7 @@ class Judge:
             stats["gpu_wait_s"] = round(float(wait), 3)  # how long it waited for the GPU to itself
         self.timing = stats
         self.passed = "timing"
+        self._phase("timing")
         return None
 
     # ---------------------------------------------------------------- the verdict
@@ -511,6 +531,7 @@ class Judge:
             v.notes.append(self.s.get("timing_note") or "timing skipped")
         v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.s.get("partial_credit", 1.0)))
         v.duration_s = round(time.monotonic() - self.started, 3)
+        v.phases = {**self.phases, "worker_s": round(self.worker_s, 3)}
         return v.to_dict()
 
 

@@ -37,6 +37,9 @@ class Verdict:
     review: bool = False  # flagged for a person to look at (e.g. speedup above the review threshold)
     notes: list[str] = field(default_factory=list)  # e.g. "timing skipped: no GPU"
     duration_s: float = 0.0
+    # where that time went: reference, compile, tiny, full, timing (seconds from the end of the one
+    # before, in the candidate's process), and worker_s (the worker's own share: comparing, hashing)
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
