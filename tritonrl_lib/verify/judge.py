@@ -23,7 +23,8 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -128,12 +129,12 @@ def _map_chunks(fn: Any, starts: range) -> list[Any]:
 
 
 def _scratch(n: int, work: Any) -> tuple[np.ndarray, ...]:
-    key = (np.dtype(work).str, n)
+    """This thread's three `work` buffers and one bool buffer, n long (kept and grown, never shrunk)."""
     bufs = getattr(_SCRATCH, "bufs", None)
-    if bufs is None or bufs[0] != key:
-        bufs = (key, np.empty(n, work), np.empty(n, work), np.empty(n, work), np.empty(n, bool))
+    if bufs is None or bufs[0].dtype != work or bufs[0].size < n:
+        bufs = (np.empty(n, work), np.empty(n, work), np.empty(n, work), np.empty(n, bool))
         _SCRATCH.bufs = bufs
-    return bufs[1:]
+    return tuple(x[:n] for x in bufs)
 
 
 def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: float,
@@ -151,7 +152,7 @@ def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: f
     n = b.size
     if not n:
         return 0, 0, 0, 0.0, 0.0
-    buf_diff, buf_mag, buf_thr, buf_close = (x[:n] for x in _scratch(min(_CHUNK, max(n, 1)), work))
+    buf_diff, buf_mag, buf_thr, buf_close = _scratch(n, work)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.subtract(a, b, out=buf_diff)
         np.abs(diff, out=diff)
@@ -166,7 +167,6 @@ def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: f
             if math.isfinite(max_abs):
                 np.maximum(mag, floor, out=thr)
                 return 0, 0, 0, max_abs, float(np.divide(diff, thr, out=thr).max())
-        diff, mag, close = diff.copy(), mag.copy(), close.copy()  # the slow path indexes them
         n_nonfinite_bad = 0
         fin = np.isfinite(b)
         if not fin.all():  # where the reference is inf/NaN the candidate must hold the same
@@ -199,7 +199,6 @@ class Judge:
         self._phase_from = self.started
         self.worker_s = 0.0  # time spent here on the child's references and outputs
         self.refs: dict[str, dict[str, Any]] = {}
-        self._growth: dict[tuple[str, int], float] = {}
         self.results: dict[str, dict[str, Any]] = {}
         self.cand_digests: dict[str, str] = {}
         self.ref_done = False
@@ -226,11 +225,8 @@ class Judge:
                     self.notes.append(str(header.get("text", ""))[:300])
                 return None
             if kind == "ref":
-                t0 = time.monotonic()
-                try:
+                with self._worker_time():
                     return self._ref(header, blobs)
-                finally:
-                    self.worker_s += time.monotonic() - t0
             if kind == "ref_error":
                 return self._fail("reference_error",
                                   "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
@@ -247,11 +243,8 @@ class Judge:
                 self.passed = "compile"
                 return None
             if kind == "cand":
-                t0 = time.monotonic()
-                try:
+                with self._worker_time():
                     return self._cand(header, blobs)
-                finally:
-                    self.worker_s += time.monotonic() - t0
             if kind == "gate":
                 return self._gate(str(header.get("stage")))
             if kind == "error":
@@ -401,6 +394,14 @@ class Judge:
             reason = f"mismatch:{name}"
         return self._fail(reason, f"{bad['detail']} on the {where}", stage)
 
+    @contextmanager
+    def _worker_time(self) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.worker_s += time.monotonic() - t0
+
     def _phase(self, name: str) -> None:
         now = time.monotonic()
         self.phases[name] = round(now - self._phase_from, 3)
@@ -414,16 +415,12 @@ class Judge:
         that uses TF32, as Triton's tl.dot does by default, passes the original and failed there."""
         if name == "original" or name.startswith("dtype:") or "original" not in self.refs:
             return 1.0
-        key = (name, i)
-        if key not in self._growth:
-            self._growth[key] = 1.0
-            base, this = self.refs["original"], self.refs[name]
-            if i < len(base["metas"]) and i < len(this["metas"]) and \
-                    base["metas"][i].get("dtype") == this["metas"][i].get("dtype") not in _EXACT:
-                m0, m1 = self._magnitude("original", i), self._magnitude(name, i)
-                if m0 > 0 and m1 > m0:
-                    self._growth[key] = min(m1 / m0, MAX_ATOL_GROWTH)
-        return self._growth[key]
+        base, this = self.refs["original"], self.refs[name]
+        if i >= len(base["metas"]) or i >= len(this["metas"]) or \
+                not base["metas"][i].get("dtype") == this["metas"][i].get("dtype") not in _EXACT:
+            return 1.0
+        m0, m1 = self._magnitude("original", i), self._magnitude(name, i)
+        return min(m1 / m0, MAX_ATOL_GROWTH) if m0 > 0 and m1 > m0 else 1.0
 
     def _magnitude(self, name: str, i: int) -> float:
         ref = self.refs[name]
