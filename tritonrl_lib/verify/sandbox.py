@@ -34,6 +34,8 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from . import shared_blobs
+
 # Frame: 4-byte little-endian header length, JSON header (with "blobs": [byte lengths]), the blobs.
 _LEN = struct.Struct("<I")
 REPLY_TAG = b"R"  # worker -> child: a JSON reply (tag, 4-byte length, JSON); gate answers are one other byte
@@ -152,13 +154,18 @@ class FrameReader:
 
 
 class ChildChannel:
-    """The child's end: framed messages to the worker, one-byte gate answers back."""
+    """The child's end: framed messages to the worker, one-byte gate answers back. Blobs of 1 MiB
+    and more travel as sealed memory files over `blob_sock` where there is one (shared_blobs.py)."""
 
-    def __init__(self, out_fd: int, in_fd: int):
+    def __init__(self, out_fd: int, in_fd: int, blob_sock: Any = None):
         self.out_fd, self.in_fd = out_fd, in_fd
+        self.blob_sock = blob_sock
 
     def send(self, header: dict[str, Any], blobs: list[memoryview | bytes] = ()) -> None:
-        write_all(self.out_fd, encode_frame(header, list(blobs)))
+        inline, mapped = shared_blobs.send_blobs(self.blob_sock, list(blobs))
+        if mapped:
+            header = {**header, "mapped": mapped}
+        write_all(self.out_fd, encode_frame(header, inline))
 
     def gate(self, stage: str) -> bool:
         """Ask the worker whether to go on after `stage`; False (or a closed pipe) means stop."""
@@ -372,15 +379,19 @@ def run_sandboxed(
     workdir: str,
     watch_fd: int | None = None,
     on_start: Callable[[int], None] | None = None,
+    inherit_fds: tuple[int, ...] = (),
 ) -> SandboxOutcome:
     """Fork a child running `child_fn(channel)` inside `workdir`; feed its messages to `on_message`
     (which may answer "go"/"stop" to a gate, "stop" to end the child now, or a dict: the JSON reply
     to a request); enforce `limits`.
 
     `watch_fd` (the pool connection) is watched too: if it closes, the child is killed at once.
+    `inherit_fds` stay open in the child (the sealed inputs of a cached reference phase).
     """
     c2w_r, c2w_w = os.pipe()
     w2c_r, w2c_w = os.pipe()
+    pair = shared_blobs.socket_pair()  # large blobs: sealed memfds (worker end, child end)
+    blob_sock, child_sock = pair if pair else (None, None)
     try:
         import fcntl
 
@@ -392,9 +403,11 @@ def run_sandboxed(
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # ---- the child: never returns
-        _child_entry(child_fn, c2w_w, w2c_r, workdir, log_path, limits)
+        _child_entry(child_fn, c2w_w, w2c_r, workdir, log_path, limits, child_sock, inherit_fds)
     os.close(c2w_w)
     os.close(w2c_r)
+    if child_sock is not None:
+        child_sock.close()
     if on_start is not None:
         on_start(pid)
 
@@ -428,6 +441,7 @@ def run_sandboxed(
                 else:
                     try:
                         for header, blobs in reader.feed(data):
+                            blobs = _with_mapped(blob_sock, header, blobs, reader)
                             action = on_message(header, blobs)
                             if isinstance(action, dict):
                                 raw = json.dumps(action).encode()
@@ -487,13 +501,28 @@ def run_sandboxed(
         reap_children()
         os.close(c2w_r)
         os.close(w2c_w)
+        if blob_sock is not None:
+            shared_blobs.drain(blob_sock)
+            blob_sock.close()
     if reader.mid_frame and kill_reason is None:
         detail = detail or "the child stopped in the middle of a message"
     return SandboxOutcome(exit_status, kill_reason, leftover, _read_tail(log_path), peak_rss / 2**20, detail)
 
 
+def _with_mapped(sock: Any, header: dict[str, Any], inline: list[Any], reader: FrameReader) -> list[Any]:
+    """The frame's blobs with its memfd-passed ones in place, counted against the transfer limit."""
+    if not header.get("mapped"):
+        return inline
+    try:
+        blobs = shared_blobs.receive_blobs(sock, header, inline, reader.max_total - reader.total)
+    except shared_blobs.MappedBlobError as e:
+        raise ProtocolError(str(e)) from None
+    reader.total += sum(m[1] for m in header["mapped"])
+    return blobs
+
+
 def _child_entry(child_fn: Callable[[ChildChannel], None], out_fd: int, in_fd: int, workdir: str,
-                 log_path: str, limits: Limits) -> None:
+                 log_path: str, limits: Limits, blob_sock: Any = None, inherit_fds: tuple[int, ...] = ()) -> None:
     code = 0
     try:
         os.setsid()
@@ -501,7 +530,7 @@ def _child_entry(child_fn: Callable[[ChildChannel], None], out_fd: int, in_fd: i
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
         # nothing of the worker's (above all its pool connection) stays reachable
-        keep = {out_fd, in_fd}
+        keep = {out_fd, in_fd, *inherit_fds} | ({blob_sock.fileno()} if blob_sock is not None else set())
         try:
             fds = [int(x) for x in os.listdir("/proc/self/fd")]
         except OSError:
@@ -527,7 +556,7 @@ def _child_entry(child_fn: Callable[[ChildChannel], None], out_fd: int, in_fd: i
         import faulthandler
 
         faulthandler.enable(all_threads=True)
-        child_fn(ChildChannel(out_fd, in_fd))
+        child_fn(ChildChannel(out_fd, in_fd, blob_sock))
     except BaseException:  # the harness itself failed: say so, never let the child run on
         code = 70
         try:
