@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# The GPU measurements behind docs/PERFORMANCE.md and docs/RESULTS.md, as four calls on a two-GPU
+# The GPU measurements behind docs/PERFORMANCE.md and docs/RESULTS.md, as three calls on a two-GPU
 # machine (a device session: `run` with nvidia-h200-x2; the embedded model arrives over the first
-# three calls, see ../shared/device/README.md, so the model-free work comes first).
+# two calls: model-1 with the wheels, then model-2 and model-3 together, see ../shared/device/README.md).
 #
-#   bash benchmarks/gpu_session.sh 1   # GPU 1: GPU tests, verifier benchmark; GPU 0: 01_data, the cumsum
-#                                      #   family at full sizes in three dtypes
-#   bash benchmarks/gpu_session.sh 2   # the verifier profile (short)
-#   bash benchmarks/gpu_session.sh 3   # GPU 0: the gpu profile 02 -> 05; GPU 1: SFT throughput at batch 16/32/64
-#   bash benchmarks/gpu_session.sh 4   # the pipeline's rest if any; RL held-out: best-of-N on GPU 0, GRPO on GPU 1
-#                                      #   (a GRPO step took ~250 s on 2026-11-21, nearly all verification)
+#   bash benchmarks/gpu_session.sh 1   # GPU 1: GPU tests, verifier benchmark; GPU 0: 01_data, verifier profile
+#   bash benchmarks/gpu_session.sh 2   # GPU 0: SFT (02_sft); then RL held-out: best-of-N on GPU 0, GRPO on GPU 1
+#   bash benchmarks/gpu_session.sh 3   # the same RL held-out commands again: they resume, then evaluate
+#   bash benchmarks/gpu_session.sh 4   # the rest of the pipeline (03 -> 05) and SFT throughput, if time is left
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -39,43 +37,40 @@ case $PHASE in
   ( export CUDA_VISIBLE_DEVICES=1
     timeout 150 $PY -m pytest -q -m gpu tests/test_verify_pool.py tests/test_verify_compile.py -p no:cacheprovider \
         > "$R/pytest_gpu.log" 2>&1; echo "pytest -m gpu rc=$? $(tail -1 "$R/pytest_gpu.log")" >> "$R/summary.txt"
-    timeout $(left 400) $PY benchmarks/verifier.py --device cuda --out "$R/verifier" > "$R/verifier.log" 2>&1
+    timeout $(left 420) $PY benchmarks/verifier.py --device cuda --out "$R/verifier" > "$R/verifier.log" 2>&1
     echo "verifier benchmark rc=$?" >> "$R/summary.txt" ) &
   CUDA_VISIBLE_DEVICES=0 timeout 150 $PY -m tritonrl_lib.cli run --params gpu --run gpu --only 01_data > "$R/run_01.log" 2>&1
   log "01_data rc=$? $(tail -2 "$R/run_01.log" | tr '\n' ' ')"
-  CUDA_VISIBLE_DEVICES=0 timeout $(left 390) $PY -m tritonrl_lib.tasks.check_suite --size full \
-      --only cumsum,cumprod,exclusive_cumsum,reverse_cumsum --dtypes float32,float16,bfloat16 > "$R/check_suite_cum.log" 2>&1
-  log "check_suite cumsum family full rc=$? $(tail -1 "$R/check_suite_cum.log")"
+  CUDA_VISIBLE_DEVICES=0 timeout $(left 400) $PY benchmarks/verifier_profile.py --n 3 --out "$R/profile" > "$R/profile.log" 2>&1
+  log "verifier_profile rc=$?"
   wait
   grep -h "ratio\|CV\|cand\|x\b" "$R/verifier.log" | tail -20 >> "$R/summary.txt"
   ;;
-2)
-  CUDA_VISIBLE_DEVICES=1 timeout 100 $PY benchmarks/verifier_profile.py --n 3 --out "$R/profile" > "$R/profile.log" 2>&1
-  log "verifier_profile rc=$?"
+2|3)
+  if ! $PY -c "from tritonrl_lib.models import checkpoint_complete as c; import sys; sys.exit(0 if c('outputs/gpu/checkpoints/sft') else 1)"; then
+    CUDA_VISIBLE_DEVICES=0 timeout -s INT 200 $PY -m tritonrl_lib.cli run --params gpu --run gpu --only 01_data,02_sft \
+        > "$R/run_sft.log" 2>&1
+    log "01_data,02_sft rc=$? $(tail -2 "$R/run_sft.log" | tr '\n' ' ')"
+  fi
+  ( CUDA_VISIBLE_DEVICES=1 timeout -s INT $(left 560) $PY benchmarks/rl_heldout.py --methods grpo --grpo-steps 2 \
+        --out /tmp/rl_grpo --from-run outputs/gpu > "$R/rl_grpo.log" 2>&1
+    echo "rl_heldout grpo rc=$? $(tail -2 "$R/rl_grpo.log" | tr '\n' ' ')" >> "$R/summary.txt" ) &
+  CUDA_VISIBLE_DEVICES=0 timeout -s INT $(left 560) $PY benchmarks/rl_heldout.py --methods best_of_n \
+      --out /tmp/rl_bon --from-run outputs/gpu > "$R/rl_bon.log" 2>&1
+  log "rl_heldout best_of_n rc=$? $(tail -2 "$R/rl_bon.log" | tr '\n' ' ')"
+  wait
+  for m in grpo bon; do mkdir -p "$R/rl_$m"; cp /tmp/rl_$m/*.json /tmp/rl_$m/*.md "$R/rl_$m/" 2>/dev/null
+    cp -r /tmp/rl_$m/runs/*/logs "$R/rl_$m/" 2>/dev/null; done
+  cat "$R"/rl_*/rl_heldout.md >> "$R/summary.txt" 2>/dev/null
   ;;
-3)
+4)
   ( export CUDA_VISIBLE_DEVICES=1
     timeout $(left 540) $PY benchmarks/sft_throughput.py --out "$R/sft" --variants \
-        plain_loop_b8_pad1024,trainer_packed_b16_nocast,trainer_packed_b32_nocast,trainer_packed_b64_nocast,trainer_packed_b64_nocast_fused \
-        > "$R/sft_throughput.log" 2>&1; echo "sft_throughput rc=$?" >> "$R/summary.txt" ) &
+        plain_loop_b8_pad1024,trainer_packed_b64_nocast_fused > "$R/sft_throughput.log" 2>&1
+    echo "sft_throughput rc=$?" >> "$R/summary.txt" ) &
   CUDA_VISIBLE_DEVICES=0 timeout -s INT 550 $PY -m tritonrl_lib.cli run --params gpu --run gpu > "$R/run.log" 2>&1
   log "pipeline rc=$? $(tail -3 "$R/run.log" | tr '\n' ' ')"
   wait
-  grep -h "tokens_per_s" "$R/sft_throughput.log" | cut -c1-300 >> "$R/summary.txt"
-  ;;
-4)
-  if [ ! -f outputs/gpu/report.html ]; then
-    CUDA_VISIBLE_DEVICES=0 timeout -s INT 240 $PY -m tritonrl_lib.cli run --params gpu --run gpu > "$R/run_rest.log" 2>&1
-    log "pipeline (rest) rc=$? $(tail -3 "$R/run_rest.log" | tr '\n' ' ')"
-  fi
-  ( CUDA_VISIBLE_DEVICES=1 timeout $(left 540) $PY benchmarks/rl_heldout.py --methods grpo --grpo-steps 2 \
-        --out "$R/rl_grpo" --from-run outputs/gpu > "$R/rl_grpo.log" 2>&1
-    echo "rl_heldout grpo rc=$? $(tail -2 "$R/rl_grpo.log" | tr '\n' ' ')" >> "$R/summary.txt" ) &
-  CUDA_VISIBLE_DEVICES=0 timeout $(left 540) $PY benchmarks/rl_heldout.py --methods best_of_n \
-      --out "$R/rl_bon" --from-run outputs/gpu > "$R/rl_bon.log" 2>&1
-  log "rl_heldout best_of_n rc=$? $(tail -2 "$R/rl_bon.log" | tr '\n' ' ')"
-  wait
-  cat "$R"/rl_*/rl_heldout.md >> "$R/summary.txt" 2>/dev/null
   ;;
 esac
 log "phase $PHASE done"

@@ -207,7 +207,7 @@ def test_order_is_preserved_across_mixed_outcomes(pool):
 def test_gpu_path_times_and_checks():
     names = ["relu_ok", "adv_writes_nothing", "adv_mutates_input", "adv_segfault_oob", "adv_cache_launches",
              "relu_ok"]
-    with VerifierPool(VerifyConfig(timeout_s=180), device="cuda", cache=False, progress=False) as pool:
+    with VerifierPool(VerifyConfig(timeout_s=180), workers=2, device="cuda", cache=False, progress=False) as pool:
         assert pool.device == "cuda"
         vs = pool.map(task("relu"), [candidate(n) for n in names])
     ok = vs[0]
@@ -220,6 +220,9 @@ def test_gpu_path_times_and_checks():
     assert vs[3].reason == "cuda_error", (vs[3].reason, vs[3].error[-500:])
     assert "cached_output" in vs[4].cheat_flags
     assert vs[5].correct  # the worker that saw a CUDA error went on (a fresh child per candidate)
+    # all but the first two ran on a worker that had run this task: the reference phase came from
+    # its cache, and the hostile candidates are still caught there
+    assert all(v.phases.get("reference_cached") for v in vs[2:]), [v.phases for v in vs]
     # Triton's C modules came from the worker (native_builds.py), checked, never built in a candidate
     assert not [n for v in vs for n in v.notes if "module here" in n], [v.notes for v in vs]
     assert isinstance(ok.timing.get("gpu_wait_s"), float)

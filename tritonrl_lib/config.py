@@ -114,6 +114,7 @@ class VerifyConfig:
     speedup_review: float = 10.0
     compile_check: str = "auto"  # auto (frontend on CPU) | frontend | full (to cubin for sm_90) | off
     verify_cache: bool = False  # reuse verdicts from disk, keyed by task, code and these settings
+    reference_cache_mb: int = 1024  # per worker: tasks' reference outputs and inputs kept for their next candidates
 
 
 @dataclass

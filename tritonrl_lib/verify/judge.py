@@ -30,6 +30,7 @@ import numpy as np
 
 from .compile_check import warm_full_pipeline
 from .native_builds import NativeBuilder
+from .reference_cache import ReferenceCache, cache_key
 from .reward import compute_reward
 from .sandbox import Limits, SandboxOutcome, run_sandboxed
 from .timing import speedup_stats
@@ -209,6 +210,32 @@ class Judge:
         self.failure_stage: str | None = None
         self.timing: dict[str, Any] | None = None
         self.done = False
+        # the reference phase as the worker's reference cache keeps it (reference_cache.py)
+        self.preloaded = False
+        self._preloaded_notes = 0
+        self.ref_notes: list[str] = []
+        self.ref_inputs: dict[str, dict[str, Any]] = {}
+        self.ref_models: dict[str, Any] | None = None
+        self.cacheable = True
+
+    def preload(self, refs: dict[str, dict[str, Any]], notes: list[str]) -> None:
+        """Reference outputs (and the notes of their phase) from the worker's cache: the child will
+        not send its own unless it finds the cache does not fit its models (then "ref_reset")."""
+        self.refs = {name: dict(rec) for name, rec in refs.items()}
+        self._preloaded_notes = len(notes)
+        self.notes = list(notes) + self.notes
+        self.preloaded = True
+        self.cacheable = False
+
+    def reference_record(self) -> dict[str, Any] | None:
+        """This candidate's reference phase, for the worker's cache; None unless it completed with
+        every input set's inputs and every model's digest."""
+        if not (self.cacheable and self.ref_done and self.ref_models and self.refs) or \
+                (self.failure is not None and self.failure[0] in ("reference_error", "internal_error")) or \
+                set(self.ref_inputs) != set(self.refs):
+            return None
+        return {"refs": self.refs, "notes": list(self.ref_notes), "models": self.ref_models,
+                "sets": [{"name": n, "stage": self.refs[n]["stage"], **self.ref_inputs[n]} for n in self.refs]}
 
     # ---------------------------------------------------------------- messages
 
@@ -223,7 +250,13 @@ class Judge:
             if kind == "note":
                 if len(self.notes) < 50:
                     self.notes.append(str(header.get("text", ""))[:300])
+                    if not self.ref_done:
+                        self.ref_notes.append(self.notes[-1])
                 return None
+            if kind in ("ref_inputs", "ref_models", "ref_uncacheable", "ref_reset"):
+                if self.ref_done:
+                    return self._fail("protocol_error", f"{kind} after the reference was done")
+                return self._reference_cache_message(kind, header, blobs)
             if kind == "ref":
                 with self._worker_time():
                     return self._ref(header, blobs)
@@ -301,6 +334,42 @@ class Judge:
         self.refs[name] = {"stage": stage, "metas": metas, "blobs": main, "magnitudes": mags,
                            "alt": blobs[len(metas):] if n_alt else None,
                            "inputs": str(header.get("inputs", ""))[:300], "digest": _digest(main)}
+        return None
+
+    def _reference_cache_message(self, kind: str, header: dict[str, Any], blobs: list[Any]) -> str | None:
+        if kind == "ref_reset":  # the child found the cached reference does not fit its models
+            if self.preloaded:
+                del self.notes[:self._preloaded_notes]
+                self.refs, self.preloaded = {}, False
+            return None
+        if kind == "ref_uncacheable":
+            self.cacheable = False
+            return None
+        if kind == "ref_models":
+            digests = header.get("digests")
+            if isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values()):
+                tiny = header.get("tiny_overrides")
+                self.ref_models = {"digests": digests, "tiny_overrides": tiny if isinstance(tiny, dict) else None}
+            return None
+        name, metas = str(header.get("name")), header.get("inputs")
+        specs = header.get("out_specs")
+        if name not in self.refs or name in self.ref_inputs or not isinstance(metas, list) or \
+                not isinstance(specs, list):
+            self.cacheable = False
+            return None
+        tensors = [m for m in metas if isinstance(m, dict) and m.get("kind") == "tensor"]
+        if len(tensors) != len(blobs) or not all(isinstance(m, dict) and m.get("kind") in ("tensor", "value")
+                                                 for m in metas):
+            self.cacheable = False
+            return None
+        try:
+            for m, b in zip(tensors, blobs):
+                decode(m, b)  # sizes agree with dtype and shape
+        except BadOutput:
+            self.cacheable = False
+            return None
+        self.ref_inputs[name] = {"model_key": str(header.get("model_key")), "inputs": metas, "out_specs": specs,
+                                 "blobs": blobs}
         return None
 
     def _tolerance(self, dtype: str) -> tuple[float, float]:
@@ -529,6 +598,8 @@ class Judge:
         v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.s.get("partial_credit", 1.0)))
         v.duration_s = round(time.monotonic() - self.started, 3)
         v.phases = {**self.phases, "worker_s": round(self.worker_s, 3)}
+        if self.preloaded:
+            v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
         return v.to_dict()
 
 
@@ -582,6 +653,15 @@ def _exit_reason(status: int | None) -> tuple[str, str]:
 
 
 _BUILDERS: dict[str, NativeBuilder] = {}
+_REFERENCES = ReferenceCache(0)
+
+
+def _reference_cache(max_mb: int) -> ReferenceCache:
+    """The worker's one reference cache, resized to the job's setting (0 empties and disables it)."""
+    _REFERENCES.max_bytes = max(0, max_mb) << 20
+    if not _REFERENCES.max_bytes:
+        _REFERENCES.clear()
+    return _REFERENCES
 
 
 def _builder(base_dir: str) -> NativeBuilder:
@@ -598,6 +678,15 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, A
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
     judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
     s = job["settings"]
+    refs = _reference_cache(int(s.get("reference_cache_mb") or 0))
+    key = cache_key(job)
+    entry = refs.get(key) if refs.max_bytes else None
+    child_job, inherit = job, ()
+    if entry is not None:
+        judge.preload(entry.refs, entry.notes)
+        child_job, inherit = {**job, "reference_cache": entry.child_view()}, tuple(entry.fds)
+    elif refs.max_bytes:
+        child_job = {**job, "collect_reference": True}
     limits = Limits(timeout_s=float(s["timeout_s"]), memory_limit_mb=int(s["memory_limit_mb"]),
                     cap_address_space=job["device"] == "cpu",
                     max_transfer_bytes=max(1 << 30, 4 * (int(s["memory_limit_mb"]) << 20)))
@@ -612,9 +701,15 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, A
     if s.get("compile_check") == "full":
         warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
     try:
-        outcome = run_sandboxed(lambda ch: child_main(job, ch), judge.on_message, limits, workdir,
-                                watch_fd=conn.fileno() if conn is not None else None, on_start=started)
-        return judge.finalize(outcome)
+        outcome = run_sandboxed(lambda ch: child_main(child_job, ch), judge.on_message, limits, workdir,
+                                watch_fd=conn.fileno() if conn is not None else None, on_start=started,
+                                inherit_fds=inherit)
+        verdict = judge.finalize(outcome)
+        if entry is None and refs.max_bytes:
+            record = judge.reference_record()
+            if record is not None:
+                refs.put(key, record)
+        return verdict
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -92,6 +92,27 @@ class _Worker:
     child_pid: int | None = None
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
+    tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
+
+
+AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
+
+
+def _next_job(pending: collections.deque, w: _Worker) -> tuple[int, dict[str, Any], str | None]:
+    """The first pending job of a task this worker ran lately (its reference phase is in the
+    worker's cache: reference_cache.py), else the first pending job; order of results is kept
+    by index, so only the order of work changes."""
+    if w.tasks:
+        for n, item in enumerate(pending):
+            if item[1]["task_source"] in w.tasks:
+                del pending[n]
+                w.tasks.move_to_end(item[1]["task_source"])
+                return item
+    item = pending.popleft()
+    w.tasks[item[1]["task_source"]] = True
+    while len(w.tasks) > AFFINITY_TASKS:
+        w.tasks.popitem(last=False)
+    return item
 
 
 class VerifierPool:
@@ -290,7 +311,7 @@ class VerifierPool:
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
                 if w.job_index is None:
-                    i, job, key = pending.popleft()
+                    i, job, key = _next_job(pending, w)
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
                     try:

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import math
+import mmap
 import os
 import sys
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +144,8 @@ def encode_outputs(outs: list[Any]) -> tuple[list[dict[str, Any]], list[memoryvi
 class Child:
     def __init__(self, job: dict[str, Any], ch: ChildChannel):
         self.job = job
+        self.collect = False  # send the inputs too, for the worker's reference cache
+        self.tiny_overrides: dict[str, int] | None = None
         self.ch = ch
         self.s = job["settings"]
         self.device = "cuda" if job["device"] == "cuda" else "cpu"
@@ -226,6 +231,31 @@ class Child:
             scrub(alt, keep)  # no reference result stays behind in memory a candidate could read
         specs = [(tuple(o.shape), o.dtype) for o in outs if isinstance(o, torch.Tensor)]
         plan.sets.append(InputSet(name, stage, key, inputs, specs))
+        if self.collect:
+            self.send_inputs(name, key, inputs, specs)
+
+    def send_inputs(self, name: str, key: str, inputs: list[Any], specs: list[tuple[tuple[int, ...], Any]]) -> None:
+        """An input set, for the worker to keep with its reference outputs (reference_cache.py);
+        anything a sealed file cannot hold exactly (a strided view, a tensor subclass, a nested
+        list) makes the task one the worker does not cache."""
+        metas, blobs = [], []
+        for x in inputs:
+            if isinstance(x, torch.Tensor):
+                if not (is_plain_tensor(x) and x.layout == torch.strided and x.is_contiguous()
+                        and not x.requires_grad and not x.is_complex() and x.device.type == "cpu"):
+                    self.collect = False
+                    self.ch.send({"type": "ref_uncacheable", "why": f"input {describe_inputs([x])}"})
+                    return
+                metas.append({"kind": "tensor", "dtype": dtype_name(x.dtype), "shape": list(x.shape)})
+                blobs.append(memoryview(x.reshape(-1).view(torch.uint8).numpy()) if x.numel() else b"")
+            elif x is None or isinstance(x, (bool, int, float, str)):
+                metas.append({"kind": "value", "value": x})
+            else:
+                self.collect = False
+                self.ch.send({"type": "ref_uncacheable", "why": f"input of type {type(x).__name__}"})
+                return
+        self.ch.send({"type": "ref_inputs", "name": name, "model_key": key, "inputs": metas,
+                      "out_specs": [[list(shape), dtype_name(dtype)] for shape, dtype in specs]}, blobs)
 
     @staticmethod
     def finite(outs: list[Any]) -> bool:
@@ -235,7 +265,14 @@ class Child:
     # ---------------------------------------------------------------- reference phase
 
     def reference_phase(self) -> Plan | None:
+        cached = self.job.get("reference_cache")
+        if cached:
+            plan = self.cached_reference_phase(cached)
+            if plan is not None:
+                return plan
+            self.ch.send({"type": "ref_reset"})  # the worker's copy does not fit: compute our own
         plan = Plan()
+        self.collect = bool(self.job.get("collect_reference"))
         try:
             base = load_task_module(self.source, self.workdir, TASK_MODULE)
             init = list(base.get_init_inputs())
@@ -267,7 +304,47 @@ class Child:
             except BaseException as e:
                 self.note(f"variation {name} skipped: the reference failed on it "
                           f"({type(e).__name__}: {str(e)[:200]})")
+        if self.collect:
+            self.ch.send({"type": "ref_models", "tiny_overrides": self.tiny_overrides,
+                          "digests": {k: model_digest(m) for k, m in plan.models.items()}})
         return plan
+
+    def cached_reference_phase(self, cached: dict[str, Any]) -> Plan | None:
+        """The plan from the worker's copy of this task's reference phase (reference_cache.py):
+        inputs mapped read-only from the sealed files it kept, reference outputs already with the
+        worker. The models are built here as always and must match the cached ones bit for bit
+        (a task whose weights are not reproducible gets its own reference run); None if not."""
+        try:
+            plan = Plan()
+            base = load_task_module(self.source, self.workdir, TASK_MODULE)
+            init = list(base.get_init_inputs())
+            ref = self.build(base.Model, init)
+            state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
+            plan.models["base"] = ModelSpec(init, state, ref.to(self.device))
+            overrides = cached.get("tiny_overrides")
+            digests = cached["digests"]
+            if "tiny" in digests and overrides:
+                module = load_task_module(self.source, self.workdir, TASK_MODULE + "_tiny", overrides)
+                tinit = list(module.get_init_inputs())
+                tref = self.build(module.Model, tinit)
+                tstate = {k: v.detach().to("cpu", copy=True) for k, v in tref.state_dict().items()}
+                plan.models["tiny"] = ModelSpec(tinit, tstate, tref.to(self.device))
+            for key in digests:
+                if "@" in key:
+                    dtype = getattr(torch, key.split("@", 1)[1])
+                    spec = plan.models["base"]
+                    plan.models[key] = ModelSpec(spec.init_inputs, spec.state, copy.deepcopy(spec.ref).to(dtype), dtype)
+            if set(plan.models) != set(digests) or any(model_digest(plan.models[k]) != d for k, d in digests.items()):
+                return None
+            for entry in cached["sets"]:
+                inputs = [mapped_input(d) for d in entry["inputs"]]
+                specs = [(tuple(shape), getattr(torch, dtype)) for shape, dtype in entry["out_specs"]]
+                plan.sets.append(InputSet(entry["name"], entry["stage"], entry["model_key"], inputs, specs))
+            return plan
+        except BaseException as e:
+            self.note(f"the worker's cached reference was not usable ({type(e).__name__}: {str(e)[:200]}); "
+                      "ran the reference here")
+            return None
 
     def tiny_reference(self, plan: Plan, init: list[Any], original: list[Any]) -> None:
         for label, overrides in tiny_plans(self.source):
@@ -287,6 +364,7 @@ class Child:
                 self.note(f"tiny: {label} rejected by the reference ({type(e).__name__}); trying fewer shrinks")
                 continue
             self.note(f"tiny: {label}")
+            self.tiny_overrides = overrides if key == "tiny" else None
             self.send_ref(plan, "tiny", "tiny", key, inputs, outs)
             return
         self.note("tiny: no size constant could shrink; ran the task's own sizes")
@@ -509,6 +587,36 @@ def _mean_abs(out: Any) -> float:
         mag = mag[torch.isfinite(mag)]
         total = float(mag.sum(dtype=torch.float64))
     return total / mag.numel() if mag.numel() else 0.0
+
+
+def model_digest(spec: ModelSpec) -> str:
+    """Identity of a built reference model: its init inputs, weights (names, dtypes, shapes, bytes)
+    and the dtype it was cast to."""
+    h = hashlib.sha256(repr((dtype_name(spec.dtype) if spec.dtype else None,
+                             [x if not isinstance(x, torch.Tensor) else None for x in spec.init_inputs])).encode())
+    for x in spec.init_inputs:
+        if isinstance(x, torch.Tensor):
+            h.update(x.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    for k, v in spec.state.items():
+        h.update(f"{k}:{dtype_name(v.dtype)}:{list(v.shape)}".encode())
+        if v.numel():
+            h.update(memoryview(v.detach().contiguous().reshape(-1).view(torch.uint8).numpy()))
+    return h.hexdigest()
+
+
+def mapped_input(desc: dict[str, Any]) -> Any:
+    """One input of a cached set: a read-only tensor over the worker's sealed file, or a value."""
+    if desc["kind"] == "value":
+        return desc["value"]
+    dtype = getattr(torch, desc["dtype"])
+    shape = tuple(desc["shape"])
+    if desc.get("fd") is None:
+        return torch.empty(shape, dtype=dtype)  # no elements
+    with open(desc["fd"], "rb", buffering=0, closefd=False) as f:
+        mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "buffer is not writable": nothing writes it, copies are made
+        return torch.frombuffer(mm, dtype=dtype).reshape(shape)
 
 
 def _same_values(a: list[Any], b: list[Any]) -> bool:
