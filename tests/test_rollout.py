@@ -326,3 +326,48 @@ def test_embedded_model_lean_engine_matches_generate():
     lean = Rollout(model, tok, engine="lean")
     assert lean.engine_name == "lean"
     assert token_lists(lean.generate([prompt], s)) == token_lists(Rollout(model, tok, engine="hf").generate([prompt], s))
+
+
+# --------------------------------------------------------------------------- the engine's self-check
+
+
+@pytest.fixture(scope="module")
+def scrambled_bf16(scrambled):
+    import copy
+
+    model, tok, prompts = scrambled
+    return copy.deepcopy(model).to(torch.bfloat16), tok, prompts
+
+
+def test_in_half_precision_a_gap_is_settled_against_float32(scrambled_bf16, monkeypatch):
+    """bf16 rounding alone separates the engine from the model's own bf16 forward; with the direct
+    tolerance set below that gap, the float32 comparison still accepts the engine, and says so."""
+    import tritonrl_lib.rollout as rollout
+
+    model, tok, prompts = scrambled_bf16
+    lean = LeanDecoder(model, use_graphs=False)
+    ids = tok(prompts[2], add_special_tokens=False)["input_ids"]
+    gap = lean.check_against(model, ids)
+    assert gap > 1e-3  # half precision: the two computations round differently
+    monkeypatch.setattr(rollout, "HALF_TOL", gap / 10)
+    ok, why = rollout.lean_agrees(lean, model, ids)
+    assert ok and "float32 forward" in why
+    r = Rollout(model, tok, engine="auto", cuda_graphs=False)
+    assert r.engine_name == "lean" and "checked against float32" in r.note
+
+
+def test_an_engine_that_computes_something_else_is_refused_in_half_precision(scrambled_bf16, monkeypatch):
+    import tritonrl_lib.rollout as rollout
+
+    model, tok, prompts = scrambled_bf16
+    lean = LeanDecoder(model, use_graphs=False)
+    with torch.no_grad():
+        lean.layers[0]["wo"].mul_(1.5)  # a mistake an engine could make: one projection off
+    ids = tok(prompts[2], add_special_tokens=False)["input_ids"]
+    gap = lean.check_against(model, ids)
+    monkeypatch.setattr(rollout, "HALF_TOL", min(0.1, gap / 10))
+    ok, why = rollout.lean_agrees(lean, model, ids)
+    assert not ok and "float32 forward" in why
+    monkeypatch.setattr(rollout, "FP32_ARBITER_MAX_PARAMS", 10)  # too large for a float32 copy: refused
+    ok, why = rollout.lean_agrees(lean, model, ids)
+    assert not ok and "too large" in why
