@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 from tritonrl_lib.config import load_config  # noqa: E402
 from tritonrl_lib.models import attach_lora, load_policy  # noqa: E402
-from tritonrl_lib.rollout import LeanDecoder  # noqa: E402
+from tritonrl_lib.rollout import LeanDecoder, own_logits  # noqa: E402
 
 PROBE = "def relu(x):\n    return x.clamp(min=0)"
 
@@ -35,25 +35,7 @@ def rel(a, b) -> float:
 
 
 def lean_logits(model, ids):
-    """The engine's logits at the check's positions (prefill, then decode steps), as check_against."""
-    lean = LeanDecoder(model, use_graphs=False)
-    split = len(ids) - 3
-    lean.ensure_cache(1, len(ids) + 8)
-    dev = lean.device
-    with torch.no_grad():
-        got = [lean.prefill(torch.tensor([0], device=dev), torch.tensor([ids[:split]], device=dev),
-                            torch.tensor([split], device=dev))[0]]
-        for j in range(split, len(ids) - 1):
-            lean.tok[0] = ids[j]
-            lean.pos[0] = j
-            got.append(lean._step(1, lean.length)[0])
-    return torch.stack(got), split
-
-
-def own_logits(model, ids, split):
-    with torch.no_grad():
-        out = model(input_ids=torch.tensor([ids], device=model.device), use_cache=False).logits[0].float()
-    return out[split - 1: len(ids) - 1]
+    return LeanDecoder(model, use_graphs=False).check_logits(ids)
 
 
 def measure(label: str, model, ids, rows: list) -> None:

@@ -202,6 +202,14 @@ class Child:
         torch.manual_seed(SEED)
         return cls(*init_inputs)
 
+    def reference_model(self, module: Any, init: list[Any] | None = None) -> ModelSpec:
+        """The task module's Model built from its init inputs under the seed, on the device, with a
+        CPU copy of its initial weights (for the candidate's)."""
+        init = list(module.get_init_inputs()) if init is None else init
+        ref = self.build(module.Model, init)
+        state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
+        return ModelSpec(init, state, ref.to(self.device))
+
     def make_inputs(self, module: Any, seed: int) -> list[Any]:
         torch.manual_seed(seed)
         return cpu_copies(list(module.get_inputs()))
@@ -275,17 +283,14 @@ class Child:
         self.collect = bool(self.job.get("collect_reference"))
         try:
             base = load_task_module(self.source, self.workdir, TASK_MODULE)
-            init = list(base.get_init_inputs())
-            ref = self.build(base.Model, init)
-            state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
-            plan.models["base"] = ModelSpec(init, state, ref.to(self.device))
+            plan.models["base"] = self.reference_model(base)
             original = self.make_inputs(base, SEED)
             original_outs = self.run_ref(plan.models["base"].ref, original)
         except BaseException as e:
             self.ch.send({"type": "ref_error", "error": _excerpt(e)})
             return None
 
-        self.tiny_reference(plan, init, original)
+        self.tiny_reference(plan, plan.models["base"].init_inputs, original)
 
         wanted = VARIATION_ORDER[: max(1, int(self.s.get("num_variations", 5)))]
         originally_finite = self.finite(original_outs)
@@ -317,18 +322,12 @@ class Child:
         try:
             plan = Plan()
             base = load_task_module(self.source, self.workdir, TASK_MODULE)
-            init = list(base.get_init_inputs())
-            ref = self.build(base.Model, init)
-            state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
-            plan.models["base"] = ModelSpec(init, state, ref.to(self.device))
+            plan.models["base"] = self.reference_model(base)
             overrides = cached.get("tiny_overrides")
             digests = cached["digests"]
             if "tiny" in digests and overrides:
                 module = load_task_module(self.source, self.workdir, TASK_MODULE + "_tiny", overrides)
-                tinit = list(module.get_init_inputs())
-                tref = self.build(module.Model, tinit)
-                tstate = {k: v.detach().to("cpu", copy=True) for k, v in tref.state_dict().items()}
-                plan.models["tiny"] = ModelSpec(tinit, tstate, tref.to(self.device))
+                plan.models["tiny"] = self.reference_model(module)
             for key in digests:
                 if "@" in key:
                     dtype = getattr(torch, key.split("@", 1)[1])
@@ -353,9 +352,7 @@ class Child:
                 tinit = list(module.get_init_inputs())
                 key = "base"
                 if not _same_values(tinit, init):
-                    tref = self.build(module.Model, tinit)
-                    state = {k: v.detach().to("cpu", copy=True) for k, v in tref.state_dict().items()}
-                    plan.models["tiny"] = ModelSpec(tinit, state, tref.to(self.device))
+                    plan.models["tiny"] = self.reference_model(module, tinit)
                     key = "tiny"
                 inputs = self.make_inputs(module, SEED)
                 outs = self.run_ref(plan.models[key].ref, inputs)
