@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The GPU measurements behind docs/PERFORMANCE.md and docs/RESULTS.md, as three calls on a two-GPU
-# machine (a device session: `run` with nvidia-h200-x2; the embedded model arrives over the first
-# two calls: model-1 with the wheels, then model-2 and model-3 together, see ../shared/device/README.md).
+# The GPU measurements behind docs/PERFORMANCE.md and docs/RESULTS.md, on a two-GPU machine (a
+# device session: `run` with nvidia-h200-x2). The embedded model arrives over the first three calls
+# (model-1 with the wheels, then model-2, then model-3: two parts and the tree together pass the
+# 64 MiB a call may take along; see ../shared/device/README.md), so the model-free phase comes first
+# and the second call only brings model-2 along (`source .device/setup.sh; true`).
 #
-#   bash benchmarks/gpu_session.sh 1   # GPU 1: GPU tests, verifier benchmark; GPU 0: 01_data, verifier profile
-#   bash benchmarks/gpu_session.sh 2   # GPU 0: SFT (02_sft); then RL held-out: best-of-N on GPU 0, GRPO on GPU 1
-#   bash benchmarks/gpu_session.sh 3   # the same RL held-out commands again: they resume, then evaluate
+#   bash benchmarks/gpu_session.sh 1   # call 1. GPU 1: GPU tests, verifier benchmark; GPU 0: 01_data, profile
+#   bash benchmarks/gpu_session.sh 2   # call 3. GPU 0: SFT (02_sft); RL held-out: best-of-N on GPU 0, GRPO on GPU 1
+#   bash benchmarks/gpu_session.sh 3   # call 4. the same RL held-out commands again: they resume, then evaluate
 #   bash benchmarks/gpu_session.sh 4   # the rest of the pipeline (03 -> 05) and SFT throughput, if time is left
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
