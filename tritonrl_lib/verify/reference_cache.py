@@ -63,7 +63,6 @@ class ReferenceCache:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self.entries: OrderedDict[str, Entry] = OrderedDict()
-        self.hits = self.misses = 0
 
     @property
     def nbytes(self) -> int:
@@ -71,15 +70,9 @@ class ReferenceCache:
 
     def get(self, key: str) -> Entry | None:
         entry = self.entries.get(key)
-        if entry is None:
-            self.misses += 1
-            return None
-        self.entries.move_to_end(key)
-        self.hits += 1
+        if entry is not None:
+            self.entries.move_to_end(key)
         return entry
-
-    def wants(self, nbytes_hint: int = 0) -> bool:
-        return self.max_bytes > 0 and nbytes_hint <= self.max_bytes
 
     def put(self, key: str, collected: dict[str, Any]) -> Entry | None:
         """Store what a judge collected (Judge.reference_record); None if it does not fit."""

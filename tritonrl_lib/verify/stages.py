@@ -62,7 +62,7 @@ class ModelSpec:
 
     init_inputs: list[Any]
     state: dict[str, torch.Tensor]  # the reference's initial weights (CPU copies)
-    ref: torch.nn.Module
+    ref: torch.nn.Module | None  # None where it never runs (a cached half-precision set)
     dtype: torch.dtype | None = None  # cast after building (the dtype variation)
 
 
@@ -136,8 +136,7 @@ def encode_outputs(outs: list[Any]) -> tuple[list[dict[str, Any]], list[memoryvi
                       "device": device or o.device.type})
         if t.is_complex():
             t = torch.view_as_real(t).contiguous()
-        raw = t.reshape(-1).view(torch.uint8).numpy() if t.numel() else b""
-        blobs.append(memoryview(raw))
+        blobs.append(raw_bytes(t))
     return metas, blobs
 
 
@@ -232,7 +231,8 @@ class Child:
             blobs = blobs + alt_blobs
         self.ch.send(header, blobs)
         del blobs
-        keep = {p.untyped_storage().data_ptr() for m in plan.models.values() for p in m.ref.state_dict().values()}
+        keep = {p.untyped_storage().data_ptr() for m in plan.models.values() if m.ref is not None
+                for p in m.ref.state_dict().values()}
         keep |= {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
         scrub(outs, keep)
         if alt is not None:
@@ -255,7 +255,7 @@ class Child:
                     self.ch.send({"type": "ref_uncacheable", "why": f"input {describe_inputs([x])}"})
                     return
                 metas.append({"kind": "tensor", "dtype": dtype_name(x.dtype), "shape": list(x.shape)})
-                blobs.append(memoryview(x.reshape(-1).view(torch.uint8).numpy()) if x.numel() else b"")
+                blobs.append(raw_bytes(x))
             elif x is None or isinstance(x, (bool, int, float, str)):
                 metas.append({"kind": "value", "value": x})
             else:
@@ -311,7 +311,7 @@ class Child:
                           f"({type(e).__name__}: {str(e)[:200]})")
         if self.collect:
             self.ch.send({"type": "ref_models", "tiny_overrides": self.tiny_overrides,
-                          "digests": {k: model_digest(m) for k, m in plan.models.items()}})
+                          "digests": model_digests(plan.models)})
         return plan
 
     def cached_reference_phase(self, cached: dict[str, Any]) -> Plan | None:
@@ -329,11 +329,11 @@ class Child:
                 module = load_task_module(self.source, self.workdir, TASK_MODULE + "_tiny", overrides)
                 plan.models["tiny"] = self.reference_model(module)
             for key in digests:
-                if "@" in key:
-                    dtype = getattr(torch, key.split("@", 1)[1])
+                if "@" in key:  # the half-precision reference never runs here: its outputs are cached
                     spec = plan.models["base"]
-                    plan.models[key] = ModelSpec(spec.init_inputs, spec.state, copy.deepcopy(spec.ref).to(dtype), dtype)
-            if set(plan.models) != set(digests) or any(model_digest(plan.models[k]) != d for k, d in digests.items()):
+                    plan.models[key] = ModelSpec(spec.init_inputs, spec.state, None,
+                                                 getattr(torch, key.split("@", 1)[1]))
+            if model_digests(plan.models) != digests:
                 return None
             for entry in cached["sets"]:
                 inputs = [mapped_input(d) for d in entry["inputs"]]
@@ -586,19 +586,32 @@ def _mean_abs(out: Any) -> float:
     return total / mag.numel() if mag.numel() else 0.0
 
 
-def model_digest(spec: ModelSpec) -> str:
-    """Identity of a built reference model: its init inputs, weights (names, dtypes, shapes, bytes)
-    and the dtype it was cast to."""
-    h = hashlib.sha256(repr((dtype_name(spec.dtype) if spec.dtype else None,
-                             [x if not isinstance(x, torch.Tensor) else None for x in spec.init_inputs])).encode())
-    for x in spec.init_inputs:
-        if isinstance(x, torch.Tensor):
-            h.update(x.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
-    for k, v in spec.state.items():
-        h.update(f"{k}:{dtype_name(v.dtype)}:{list(v.shape)}".encode())
-        if v.numel():
-            h.update(memoryview(v.detach().contiguous().reshape(-1).view(torch.uint8).numpy()))
-    return h.hexdigest()
+def raw_bytes(t: torch.Tensor) -> memoryview | bytes:
+    """A contiguous CPU tensor's bytes, without a copy."""
+    return memoryview(t.reshape(-1).view(torch.uint8).numpy()) if t.numel() else b""
+
+
+def model_digests(models: dict[str, ModelSpec]) -> dict[str, str]:
+    """Identity of each built reference model: its init inputs, weights (names, dtypes, shapes,
+    bytes) and the dtype it is cast to. Models that share their weights (the dtype variation's and
+    the base) hash them once."""
+    state_hashes: dict[int, bytes] = {}
+    out = {}
+    for key, spec in models.items():
+        if id(spec.state) not in state_hashes:
+            h = hashlib.sha256()
+            for k, v in spec.state.items():
+                h.update(f"{k}:{dtype_name(v.dtype)}:{list(v.shape)}".encode())
+                h.update(raw_bytes(v.detach().contiguous()))
+            state_hashes[id(spec.state)] = h.digest()
+        h = hashlib.sha256(repr((dtype_name(spec.dtype) if spec.dtype else None,
+                                 [x if not isinstance(x, torch.Tensor) else None for x in spec.init_inputs])).encode())
+        for x in spec.init_inputs:
+            if isinstance(x, torch.Tensor):
+                h.update(raw_bytes(x.detach().to("cpu").contiguous()))
+        h.update(state_hashes[id(spec.state)])
+        out[key] = h.hexdigest()
+    return out
 
 
 def mapped_input(desc: dict[str, Any]) -> Any:
@@ -609,8 +622,7 @@ def mapped_input(desc: dict[str, Any]) -> Any:
     shape = tuple(desc["shape"])
     if desc.get("fd") is None:
         return torch.empty(shape, dtype=dtype)  # no elements
-    with open(desc["fd"], "rb", buffering=0, closefd=False) as f:
-        mm = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+    mm = mmap.mmap(desc["fd"], 0, prot=mmap.PROT_READ)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "buffer is not writable": nothing writes it, copies are made
         return torch.frombuffer(mm, dtype=dtype).reshape(shape)
