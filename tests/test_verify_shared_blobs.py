@@ -135,27 +135,9 @@ def test_missing_malformed_or_oversized_mapped_blobs_are_refused(tmp_path, child
 
 # --------------------------------------------------------------------------- through the pool
 
-WIDE_RELU = """
-import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-
-rows = 256
-cols = 2048
-
-
-def get_inputs():
-    return [torch.randn(rows, cols)]
-
-
-def get_init_inputs():
-    return []
-"""
+# the verifier cases' relu task at 2 MiB per tensor: above the size that leaves the pipe
+WIDE_RELU = (Path(__file__).parent / "verifier_cases" / "tasks" / "relu.py").read_text().replace(
+    "batch_size = 16", "batch_size = 256").replace("dim = 256", "dim = 2048")
 
 RELU = """
 import torch
@@ -182,6 +164,7 @@ class ModelNew(nn.Module):
 
 
 def test_outputs_of_megabytes_are_judged_right_through_the_pool():
+    assert "batch_size = 256" in WIDE_RELU and "dim = 2048" in WIDE_RELU
     task = Task(id="test/wide_relu", level=1, name="wide_relu", source=WIDE_RELU)
     right = RELU.replace("SELECT", "tl.where(x > 0, x, 0.0)")
     # wrong on a few values only: max(x, 0) except where x is within 1e-3 above 0.5
