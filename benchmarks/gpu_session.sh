@@ -10,6 +10,11 @@
 #   bash benchmarks/gpu_session.sh 3   # call 4. the same RL held-out commands again: they resume, then evaluate
 #   bash benchmarks/gpu_session.sh 4   # the rest of the pipeline (03 -> 05) and SFT throughput, if time is left
 #
+# The verifier alone needs no model and one GPU (nvidia-h200; takes .device/setup.sh and .device/wheels along):
+#   bash benchmarks/gpu_session.sh 5   # GPU tests, the per-phase profile, the benchmark without spare children
+#   bash benchmarks/gpu_session.sh 6   # candidates' processes under cProfile; the verifier benchmark (ours vs
+#                                      # KernelBench's way, timing stability)
+#
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
 set -u
@@ -73,6 +78,28 @@ case $PHASE in
   CUDA_VISIBLE_DEVICES=0 timeout -s INT 550 $PY -m tritonrl_lib.cli run --params gpu --run gpu > "$R/run.log" 2>&1
   log "pipeline rc=$? $(tail -3 "$R/run.log" | tr '\n' ' ')"
   wait
+  ;;
+5)
+  nvidia-smi -L | tee "$R/gpus.txt"
+  $PY -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" | tee -a "$R/summary.txt"
+  $PY -c "
+import time; t = time.perf_counter()
+import torch, triton, triton.language
+from tritonrl_lib.verify.compile_check import warm_gpu_compiler
+print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() - t:.2f} s', 'cuda initialised:', torch.cuda.is_initialized())" 2>&1 | tee -a "$R/summary.txt"
+  timeout 200 $PY -m pytest -q -m gpu tests/test_verify_pool.py tests/test_verify_compile.py -p no:cacheprovider \
+      > "$R/pytest_gpu.log" 2>&1; log "pytest -m gpu rc=$? $(tail -1 "$R/pytest_gpu.log")"
+  timeout $(left 420) $PY benchmarks/verifier_profile.py --n 3 --out "$R/profile" > "$R/profile.log" 2>&1
+  log "verifier_profile rc=$?"; grep -v "^{" "$R/profile.log" >> "$R/summary.txt"
+  timeout $(left 560) $PY benchmarks/verifier.py --device cuda --ours-only --set prestart_child=off --out "$R/verifier" \
+      > "$R/verifier_off.log" 2>&1; log "ours, prestart off rc=$? $(grep '^ours' "$R/verifier_off.log")"
+  ;;
+6)
+  timeout 120 $PY benchmarks/verifier_profile.py --n 3 --cprofile --out "$R/cprofile" > "$R/cprofile.log" 2>&1
+  log "verifier_profile --cprofile rc=$?"; rm -rf "$R/cprofile/prof"
+  timeout $(left 560) $PY benchmarks/verifier.py --device cuda --out "$R/verifier" > "$R/verifier.log" 2>&1
+  log "verifier benchmark rc=$?"
+  grep -h "ratio\|CV\|cand\|x\b\|MISSED\|\[ok\]" "$R/verifier.log" | tail -24 >> "$R/summary.txt"
   ;;
 esac
 log "phase $PHASE done"

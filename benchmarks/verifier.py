@@ -136,22 +136,32 @@ def tree_cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def run_ours(batch: list[Candidate], device: str, workers: int | None) -> tuple[list[dict], Cost, Cost, int]:
+def _pool_processes(pool) -> list[int]:
+    """The pool's workers and whatever lives under them now (a spare child waiting for its job)."""
+    from tritonrl_lib.verify.sandbox import descendants, proc_table
+
+    workers = [w.proc.pid for w in pool._slots if w is not None]
+    table = proc_table()
+    return workers + [p.pid for w in workers for p in descendants(w, table)]
+
+
+def run_ours(batch: list[Candidate], device: str, workers: int | None,
+             overrides: dict | None = None) -> tuple[list[dict], Cost, Cost, int]:
     """The batch through a fresh pool (cold: worker start-up included), then once more through the
     same, now warm, pool (the steady state of a training run, where the pool lives on)."""
     from tritonrl_lib.config import VerifyConfig
     from tritonrl_lib.verify.pool import VerifierPool
 
     tasks, codes = [c.task for c in batch], [c.code for c in batch]
+    cfg = VerifyConfig(**(overrides or {}))
     wall0, cpu0 = time.perf_counter(), _self_cpu() + _children_cpu()
-    with VerifierPool(VerifyConfig(), workers=workers, device=device, cache=False, progress=True) as pool:
+    with VerifierPool(cfg, workers=workers, device=device, cache=False, progress=True) as pool:
         verdicts = pool.map(tasks, codes, desc="ours (cold)")
-        pids = [w.proc.pid for w in pool._slots if w is not None]
-        wall1, live1 = time.perf_counter(), tree_cpu_seconds(pids)
+        wall1, live1 = time.perf_counter(), tree_cpu_seconds(_pool_processes(pool))
         cold = Cost(wall1 - wall0, _self_cpu() + _children_cpu() + live1 - cpu0)
         self1 = _self_cpu()
         pool.map(tasks, codes, desc="ours (warm)")
-        warm = Cost(time.perf_counter() - wall1, _self_cpu() - self1 + tree_cpu_seconds(pids) - live1)
+        warm = Cost(time.perf_counter() - wall1, _self_cpu() - self1 + tree_cpu_seconds(_pool_processes(pool)) - live1)
         size = pool.size
     return [v.to_dict() for v in verdicts], cold, warm, size
 
@@ -387,6 +397,23 @@ def report(batch, ours, cold: Cost, warm: Cost, kb, kbc: Cost, workers, device, 
     return data, "\n".join(lines)
 
 
+def parse_overrides(items: list[str]) -> dict:
+    """`--set KEY=VALUE` pairs as VerifyConfig fields, each value read as that field's type."""
+    import dataclasses
+
+    from tritonrl_lib.config import VerifyConfig
+
+    fields = {f.name: f for f in dataclasses.fields(VerifyConfig)}
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or key not in fields:
+            raise SystemExit(f"--set {item!r}: expected KEY=VALUE with KEY one of {', '.join(fields)}")
+        kind = type(getattr(VerifyConfig(), key))
+        out[key] = (value.lower() in ("1", "true", "yes", "on")) if kind is bool else kind(value)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -396,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pair", default="softmax", help="built-in task whose solution is timed for stability (GPU)")
     ap.add_argument("--size", choices=("small", "medium", "full"), default=None,
                     help="task sizes (default: small on the CPU, medium = full / 4 in batch on a GPU)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a verify setting for our pool, e.g. prestart_child=off (repeatable)")
+    ap.add_argument("--ours-only", action="store_true",
+                    help="only our pool (cold and warm), no KernelBench way or timing stability: for ablations")
     ap.add_argument("--kb-eval", nargs=2, metavar=("TASK", "CAND"), help=argparse.SUPPRESS)
     ap.add_argument("--stability-eval", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--stability-out", default=None, help=argparse.SUPPRESS)
@@ -419,7 +450,22 @@ def main(argv: list[str] | None = None) -> int:
     batch = build_batch(size)
     print(f"{len(batch)} candidates, task size {size!r}", flush=True)
     load_start = os.getloadavg()[0]
-    ours, cold, warm, workers = run_ours(batch, args.device, args.workers)
+    overrides = parse_overrides(args.set)
+    ours, cold, warm, workers = run_ours(batch, args.device, args.workers, overrides)
+    if args.ours_only:
+        data = {"device": args.device, "workers": workers, "settings": overrides, "candidates": len(batch),
+                "ours": {"seconds": cold.wall_s, "cpu_seconds": cold.cpu_s},
+                "ours_warm": {"seconds": warm.wall_s, "cpu_seconds": warm.cpu_s},
+                "load_average": {"start": load_start, "end": os.getloadavg()[0]},
+                "rows": [{"candidate": c.label, "correct": v["correct"], "reason": v["reason"],
+                          "seconds": v["duration_s"], "phases": v.get("phases", {})} for c, v in zip(batch, ours)]}
+        print(f"ours {overrides}: cold {cold.wall_s:.1f} s wall / {cold.cpu_s:.1f} s CPU, "
+              f"warm {warm.wall_s:.1f} s / {warm.cpu_s:.1f} s")
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            name = "_".join(f"{k}-{v}" for k, v in overrides.items()) or "defaults"
+            (Path(args.out) / f"verifier_{args.device}_ours_{name}.json").write_text(json.dumps(data, indent=2))
+        return 0
     kb, kbc = run_kernelbench_way(batch, args.device, workers)
     stab = None
     if args.device == "cuda":

@@ -23,6 +23,7 @@ from tritonrl_lib.verify import VerifierPool  # noqa: E402
 
 CONFIGS = {
     "default": {},
+    "no_prestart": {"prestart_child": "off"},
     "no_timing": {"timing": "off"},
     "no_timing_1_variation": {"timing": "off", "num_variations": 1},
 }
@@ -40,7 +41,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", type=int, default=6, help="correct candidates per configuration")
+    ap.add_argument("--cprofile", action="store_true",
+                    help="the default configuration only, every candidate's process under "
+                         "cProfile; summaries in OUT/cprofile.txt")
     args = ap.parse_args()
+    if args.cprofile:
+        return cprofile_run(args)
     tasks = load_tasks("medium")
     names = CORRECT[: args.n]
     result = {"bare": bare_cuda_seconds(), "candidates": names, "configs": {}}
@@ -61,6 +67,30 @@ def main() -> None:
         print(label, f"start {start:.2f}s", [(r["task"], r["wall_s"]) for r in rows], flush=True)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "verifier_profile.json").write_text(json.dumps(result, indent=1, default=str))
+
+
+def cprofile_run(args) -> None:
+    import io
+    import os
+    import pstats
+
+    folder = Path(args.out).resolve() / "prof"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["TRITONRL_PROFILE_DIR"] = str(folder)  # the workers and their children inherit it
+    tasks = load_tasks("medium")
+    names = CORRECT[: args.n]
+    with VerifierPool(VerifyConfig(), workers=1, progress=False) as pool:
+        for n in names:
+            v = pool.map([tasks[n]], [tasks[n].reference_solution])[0]
+            print(n, v.reason, v.phases, flush=True)
+    report = io.StringIO()
+    for prof in sorted(folder.glob("*.prof"), key=lambda p: p.stat().st_mtime):
+        report.write(f"\n===== {prof.name}\n")
+        try:
+            pstats.Stats(str(prof), stream=report).strip_dirs().sort_stats("cumulative").print_stats(45)
+        except Exception as e:  # a process killed while writing its profile
+            report.write(f"unreadable: {e}\n")
+    (Path(args.out) / "cprofile.txt").write_text(report.getvalue())
 
 
 if __name__ == "__main__":

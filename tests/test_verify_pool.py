@@ -223,6 +223,8 @@ def test_gpu_path_times_and_checks():
     # all but the first two ran on a worker that had run this task: the reference phase came from
     # its cache, and the hostile candidates are still caught there
     assert all(v.phases.get("reference_cached") for v in vs[2:]), [v.phases for v in vs]
+    # and all but each worker's first ran in the spare child it had started meanwhile (CUDA context ready)
+    assert sum(bool(v.phases.get("prestarted")) for v in vs) >= 3, [v.phases for v in vs]
     # Triton's C modules came from the worker (native_builds.py), checked, never built in a candidate
     assert not [n for v in vs for n in v.notes if "module here" in n], [v.notes for v in vs]
     assert isinstance(ok.timing.get("gpu_wait_s"), float)

@@ -70,6 +70,55 @@ def test_a_sent_blob_cannot_be_changed_by_anyone():
         os.close(fd)
 
 
+def _outputs():
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(700, 900, generator=g),  # 2.5 MB: sealed straight from the tensor
+            torch.randn(900, 700, generator=g).t(),  # not contiguous
+            torch.randn(300, 500, dtype=torch.complex64, generator=g),
+            torch.rand(2_000_000, generator=g) > 0.5,  # bool, 2 MB
+            torch.arange(10, dtype=torch.int64),  # small: inline
+            3.5]
+
+
+def _sends_encoded(ch):
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    metas, blobs = encode_outputs(_outputs(), seal=True)
+    assert sum(isinstance(b, shared_blobs.SealedBlob) for b in blobs) == 4
+    ch.send({"type": "outputs", "outputs": metas}, blobs)
+
+
+def test_outputs_sealed_from_the_tensor_arrive_as_the_plain_encoding(tmp_path):
+    """encode_outputs(seal=True) copies large outputs straight into sealed memfds; the worker gets
+    byte for byte what the plain encoding (tensor -> host bytes) gives, and the same descriptions."""
+    from tritonrl_lib.verify.stages import encode_outputs
+
+    outcome, seen = _run(_sends_encoded, tmp_path)
+    assert outcome.kill_reason is None and outcome.exit_status == 0, outcome
+    (header, blobs), = seen
+    metas, plain = encode_outputs(_outputs())
+    assert header["outputs"] == metas
+    assert [m[0] for m in header["mapped"]] == [0, 1, 2, 3]
+    assert [bytes(b) for b in blobs] == [bytes(p) for p in plain]
+
+
+def test_a_sealed_output_cannot_be_changed_and_goes_inline_without_a_socket():
+    blob = shared_blobs.sealed_fill(BIG, lambda view: view.__setitem__(slice(None), _payload(BIG, 7)))
+    try:
+        with pytest.raises(PermissionError):
+            os.write(blob.fd, b"tampered")
+        with pytest.raises(PermissionError):
+            mmap.mmap(blob.fd, BIG)
+        assert blob.read() == _payload(BIG, 7)
+    finally:
+        blob.close()
+    blob = shared_blobs.sealed_fill(BIG, lambda view: view.__setitem__(slice(None), _payload(BIG, 8)))
+    inline, mapped = shared_blobs.send_blobs(None, [b"x", blob])
+    assert inline == [b"x", _payload(BIG, 8)] and mapped == [] and blob.fd == -1
+
+
 def _frame_with_descriptor(make_fd, announced: int):
     """A child that passes the descriptor `make_fd()` for a blob it announces as `announced` bytes."""
 

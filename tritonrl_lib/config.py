@@ -115,6 +115,7 @@ class VerifyConfig:
     compile_check: str = "auto"  # auto (frontend on CPU) | frontend | full (to cubin for sm_90) | off
     verify_cache: bool = False  # reuse verdicts from disk, keyed by task, code and these settings
     reference_cache_mb: int = 1024  # per worker: tasks' reference outputs and inputs kept for their next candidates
+    prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next child (CUDA context) ahead
 
 
 @dataclass
@@ -383,6 +384,7 @@ def validate(cfg: RunConfig) -> None:
         ("verify", "policy"): ("auto", "strict", "fusion"),
         ("verify", "timing"): ("auto", "on", "off"),
         ("verify", "compile_check"): ("auto", "frontend", "full", "off"),
+        ("verify", "prestart_child"): ("auto", "on", "off"),
         ("device",): ("auto", "cpu", "cuda"),
     }
     for path, allowed in choices.items():

@@ -332,6 +332,22 @@ def compiler_triton() -> Iterator[None]:
             sys.modules.update(current)
 
 
+def warm_gpu_compiler() -> str | None:
+    """In a GPU worker, before its first fork: pay Triton's once-per-process costs of a compile here,
+    so every child inherits them instead of paying them itself: the hash of Triton's own library
+    that every cache key includes (it reads all of libtriton, ~500 MB: 0.4 s on a CPU core), the
+    ptxas version, LLVM's set-up. Our own kernel, compiled for sm_90 without any driver call, so
+    CUDA stays uninitialised here. None, or why it did not work (a cold child is slower, not wrong)."""
+    try:
+        from triton.runtime.cache import triton_key
+
+        triton_key()
+        _warm("full")
+    except Exception as e:
+        return f"{type(e).__name__}: {str(e)[:300]}"
+    return None
+
+
 def warm_full_pipeline() -> None:
     """Once per worker, before its first `full` check: run the whole pipeline (LLVM, ptxas) on our
     own kernel here, so forked children start warm."""

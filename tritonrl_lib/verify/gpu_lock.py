@@ -33,6 +33,14 @@ class GpuLock:
         self.held: str | None = None  # None | "shared" | "alone"
         self.waited_alone_s = 0.0  # how long the last `alone()` waited for the sharers
 
+    def close(self) -> None:
+        for fd in (self._rw, self._turnstile):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.held = None
+
     def _share(self) -> None:
         fcntl.flock(self._turnstile, fcntl.LOCK_EX)  # wait behind any timer already waiting
         fcntl.flock(self._turnstile, fcntl.LOCK_UN)

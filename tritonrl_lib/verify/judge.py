@@ -13,6 +13,7 @@ rejects, on either device) means the candidate did not pass compile: stage "stat
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -32,7 +33,7 @@ from .compile_check import warm_full_pipeline
 from .native_builds import NativeBuilder
 from .reference_cache import ReferenceCache, cache_key
 from .reward import compute_reward
-from .sandbox import Limits, SandboxOutcome, run_sandboxed
+from .sandbox import SPARES, Limits, SandboxOutcome, run_sandboxed
 from .timing import speedup_stats
 from .verdict import Verdict, stage_index
 
@@ -600,6 +601,8 @@ class Judge:
         v.phases = {**self.phases, "worker_s": round(self.worker_s, 3)}
         if self.preloaded:
             v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
+        if outcome.prestarted:
+            v.phases["prestarted"] = 1.0  # ran in the worker's spare child (sandbox.Spare)
         return v.to_dict()
 
 
@@ -671,9 +674,15 @@ def _builder(base_dir: str) -> NativeBuilder:
     return _BUILDERS[base_dir]
 
 
+def prestart_wanted(settings: dict[str, Any], device: str) -> bool:
+    """`verify.prestart_child`: auto = on a GPU only (a CPU child has no context to create)."""
+    mode = settings.get("prestart_child", "auto")
+    return mode == "on" or (mode == "auto" and device == "cuda")
+
+
 def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, Any]:
     """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict."""
-    from .stages import child_main
+    from .stages import child_main, warm_child
 
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
     judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
@@ -700,10 +709,19 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, A
 
     if s.get("compile_check") == "full":
         warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
+    # this candidate runs in the spare started during the last one (if any); the next one starts now
+    spare = SPARES.take()
+    nxt = None
+    if prestart_wanted(s, job["device"]):
+        nxt = SPARES.refill(child_main, functools.partial(warm_child, job["device"]))
+    elif spare is not None:
+        spare.discard()
+        spare = None
     try:
         outcome = run_sandboxed(lambda ch: child_main(child_job, ch), judge.on_message, limits, workdir,
                                 watch_fd=conn.fileno() if conn is not None else None, on_start=started,
-                                inherit_fds=inherit)
+                                inherit_fds=inherit, spare=spare, payload=child_job,
+                                apart=(nxt.identity,) if nxt is not None else ())
         verdict = judge.finalize(outcome)
         if entry is None and refs.max_bytes:
             record = judge.reference_record()

@@ -90,6 +90,7 @@ class _Worker:
     job_index: int | None = None
     job_started: float = 0.0
     child_pid: int | None = None
+    spare_pid: int | None = None  # the child it started ahead of its next job (sandbox.Spare)
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
@@ -344,6 +345,7 @@ class VerifierPool:
                 elif kind == "started":
                     w.child_pid = msg.get("child")
                 elif kind == "result" and msg.get("id") == w.job_index:
+                    w.spare_pid = msg.get("spare")
                     i = w.job_index
                     w.job_index = None
                     job, _ = busy.pop(i)

@@ -32,7 +32,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from . import shared_blobs
 
@@ -209,6 +209,7 @@ class ProcInfo:
     sid: int
     state: str
     rss_bytes: int
+    start: int = 0  # start time in clock ticks since boot: with the pid, a process's identity
 
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -222,20 +223,25 @@ def proc_table() -> dict[int, ProcInfo]:
     except OSError:
         return out
     for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                raw = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        # the command name may contain spaces and parentheses: split after the last ')'
-        rest = raw[raw.rfind(")") + 2:].split()
-        if len(rest) < 22:
-            continue
-        out[int(name)] = ProcInfo(int(name), int(rest[1]), int(rest[2]), int(rest[3]), rest[0],
-                                  int(rest[21]) * _PAGE)
+        if name.isdigit():
+            info = proc_table_entry(int(name))
+            if info is not None:
+                out[info.pid] = info
     return out
+
+
+def proc_table_entry(pid: int) -> ProcInfo | None:
+    """One process as /proc shows it; None if there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    # the command name may contain spaces and parentheses: split after the last ')'
+    rest = raw[raw.rfind(")") + 2:].split()
+    if len(rest) < 22:
+        return None
+    return ProcInfo(pid, int(rest[1]), int(rest[2]), int(rest[3]), rest[0], int(rest[21]) * _PAGE, int(rest[19]))
 
 
 def proportional_bytes(pid: int) -> int | None:
@@ -263,28 +269,34 @@ def tree_memory_bytes(tree: list[ProcInfo], limit: int) -> int:
     return total
 
 
-def descendants(root: int, table: dict[int, ProcInfo]) -> list[ProcInfo]:
+def descendants(root: int, table: dict[int, ProcInfo], apart: Collection[tuple[int, int]] = ()) -> list[ProcInfo]:
+    """Every process below `root`, except those in `apart` ((pid, start time) identities: a worker's
+    spare child, which belongs to no candidate) and theirs."""
     children: dict[int, list[int]] = {}
     for p in table.values():
         children.setdefault(p.ppid, []).append(p.pid)
     out, todo = [], list(children.get(root, []))
     while todo:
-        pid = todo.pop()
-        out.append(table[pid])
-        todo.extend(children.get(pid, []))
+        p = table[todo.pop()]
+        if (p.pid, p.start) in apart:
+            continue
+        out.append(p)
+        todo.extend(children.get(p.pid, []))
     return out
 
 
-def kill_tree(root: int, sids: tuple[int, ...] = (), grace_s: float = KILL_GRACE_S, reap: bool = True) -> int:
-    """SIGKILL every descendant of `root` (and every process in sessions `sids`), again and again
-    until none is left alive; returns how many distinct processes were killed. `reap` collects
-    exited children of this process (only for the worker: the pool must not reap the caller's)."""
+def kill_tree(root: int, sids: tuple[int, ...] = (), grace_s: float = KILL_GRACE_S, reap: bool = True,
+              apart: Collection[tuple[int, int]] = ()) -> int:
+    """SIGKILL every descendant of `root` but those `apart` (and every process in sessions `sids`),
+    again and again until none is left alive; returns how many distinct processes were killed.
+    `reap` collects exited children of this process (only for the worker: the pool must not reap
+    the caller's)."""
     killed: set[int] = set()
     deadline = time.monotonic() + grace_s
     me = os.getpid()
     while True:
         table = proc_table()
-        targets = [p for p in descendants(root, table) if p.state != "Z"]
+        targets = [p for p in descendants(root, table, apart) if p.state != "Z"]
         targets += [p for p in table.values() if p.sid in sids and p.pid != me and p.state != "Z"
                     and p.pid not in {t.pid for t in targets}]
         for sid in sids:
@@ -370,6 +382,225 @@ class SandboxOutcome:
     log_tail: str
     peak_rss_mb: float
     detail: str = ""
+    prestarted: bool = False  # the child was a spare, started before its job
+
+
+# --------------------------------------------------------------------------- a child started ahead of its job
+
+SPARE_ACCEPTED = b"A"  # spare -> worker, once it holds its job and before it runs any of it
+SPARE_FDS_PER_MESSAGE = 200  # descriptors per datagram (the kernel takes at most 253)
+SPARE_WAIT_S = 60.0  # longest wait for a spare to take its job (it may still be warming up)
+SPARE_IDLE_S = 10.0  # a worker with no job for this long gives its spare up (its GPU memory with it)
+_PR_SET_DUMPABLE = 4
+
+
+class Spare:
+    """A child forked before its job is known, so that what every child does first (on a GPU,
+    creating its CUDA context: ~0.4 s) overlaps the candidate before it.
+
+    Until it is handed a job it has run no candidate code and holds no job data: it isolates
+    itself as every child does (`_isolate`), runs `warm()`, and waits, not dumpable (no process
+    of its user can trace it or open its descriptors). `hand_over` sends the job (pickled: it goes
+    from the trusted side to the untrusted one) and the descriptors the child inherits, which
+    `inherited_fd` finds by the worker's numbers; the spare says it accepted, enters the job
+    exactly as a fresh child (`_enter_job`) and runs `entry(payload, channel)`. If it died or does not accept in
+    time, the worker forks a fresh child instead: a spare is never the reason for a verdict.
+    """
+
+    def __init__(self, pid: int, start: int, out_r: int, in_w: int, sock: Any,
+                 entry: Callable[[Any, ChildChannel], None]):
+        self.pid, self.start = pid, start
+        self.out_r, self.in_w, self.sock = out_r, in_w, sock
+        self.entry = entry
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        return self.pid, self.start
+
+    @classmethod
+    def fork(cls, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None]) -> Spare:
+        c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock = _pipes()
+        pid = os.fork()
+        if pid == 0:  # ---- the spare: never returns
+            _spare_entry(entry, warm, c2w_w, w2c_r, child_sock)
+        os.close(c2w_w)
+        os.close(w2c_r)
+        if child_sock is not None:
+            child_sock.close()
+        info = proc_table_entry(pid)
+        return cls(pid, info.start if info else 0, c2w_r, w2c_w, blob_sock, entry)
+
+    def hand_over(self, payload: Any, workdir: str, log_path: str, limits: Limits,
+                  inherit_fds: tuple[int, ...], wait_s: float | None = None) -> tuple[int, int, int, Any] | None:
+        """Give the spare its job; (pid, c2w_r, w2c_w, blob socket) once it accepted, else None."""
+        import pickle
+
+        fds = list(inherit_fds)
+        if fds and self.sock is None:
+            return None
+        raw = pickle.dumps({"payload": payload, "workdir": workdir, "log_path": log_path, "limits": limits,
+                            "fds": fds}, protocol=pickle.HIGHEST_PROTOCOL)
+        deadline = time.monotonic() + min(SPARE_WAIT_S if wait_s is None else wait_s, limits.timeout_s)
+        try:
+            os.set_blocking(self.in_w, False)
+            view = memoryview(_LEN.pack(len(raw)) + raw)
+            while view.nbytes:  # the spare reads once warm: wait for it, never past the deadline
+                _, ready, _ = select.select([], [self.in_w], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    return None
+                view = view[os.write(self.in_w, view):]
+            os.set_blocking(self.in_w, True)
+            for i in range(0, len(fds), SPARE_FDS_PER_MESSAGE):
+                socket_send_fds(self.sock, fds[i:i + SPARE_FDS_PER_MESSAGE])
+            ready, _, _ = select.select([self.out_r], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready or os.read(self.out_r, 1) != SPARE_ACCEPTED:
+                return None
+        except OSError:
+            return None
+        launched = self.pid, self.out_r, self.in_w, self.sock
+        self.out_r = self.in_w = -1
+        self.sock = None
+        return launched
+
+    def discard(self, apart: Collection[tuple[int, int]] = ()) -> None:
+        """Kill the spare (if it is still the process it was) and close the worker's ends."""
+        info = proc_table_entry(self.pid)
+        if info is not None and info.start == self.start and info.ppid == os.getpid():
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (OSError, ChildProcessError):
+                pass
+        for fd in (self.out_r, self.in_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.out_r = self.in_w = -1
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+_INHERITED: dict[int, int] | None = None  # in a spare's job: the worker's descriptor number -> ours
+
+
+def inherited_fd(worker_fd: int) -> int:
+    """This process's number for a descriptor the worker passed as `inherit_fds`: the same number in
+    a freshly forked child, wherever it arrived in a spare."""
+    if _INHERITED is None:
+        return worker_fd
+    if worker_fd not in _INHERITED:
+        raise KeyError(f"descriptor {worker_fd} was not passed to this process")
+    return _INHERITED[worker_fd]
+
+
+class SpareSlot:
+    """A worker's one spare: taken by a job, refilled at once so the next one warms up meanwhile."""
+
+    def __init__(self) -> None:
+        self.spare: Spare | None = None
+
+    def take(self) -> Spare | None:
+        spare, self.spare = self.spare, None
+        return spare
+
+    def refill(self, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None]) -> Spare | None:
+        self.drop()
+        try:
+            self.spare = Spare.fork(entry, warm)
+        except OSError:
+            self.spare = None
+        return self.spare
+
+    def drop(self) -> None:
+        if self.spare is not None:
+            self.spare.discard()
+            self.spare = None
+
+
+SPARES = SpareSlot()
+
+
+def socket_send_fds(sock: Any, fds: list[int]) -> None:
+    import socket
+
+    socket.send_fds(sock, [b"f"], fds)
+
+
+def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None], out_fd: int, in_fd: int,
+                 blob_sock: Any) -> None:
+    code = 0
+    accepted = False
+    try:
+        _isolate({out_fd, in_fd} | ({blob_sock.fileno()} if blob_sock is not None else set()))
+        _prctl(_PR_SET_DUMPABLE, 0)  # while it waits nobody of its user traces it or opens its descriptors
+        null_fd = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null_fd, fd)
+        os.close(null_fd)
+        try:
+            warm()
+        except BaseException:
+            pass  # the job's own set-up meets the same failure and reports it
+        launch = _read_launch(in_fd)
+        if launch is None:
+            _leave(0)  # given up before any job: never used
+        fds = _receive_fds(blob_sock, len(launch["fds"])) if launch["fds"] else []
+        # they arrive at numbers of their own (the worker's may be taken here: the CUDA driver's
+        # device files); the job names them by the worker's numbers
+        global _INHERITED
+        _INHERITED = dict(zip(launch["fds"], fds))
+        _prctl(_PR_SET_DUMPABLE, 1)  # as a fresh child: the worker reads its memory use
+        os.write(out_fd, SPARE_ACCEPTED)
+        accepted = True
+        _enter_job(launch["workdir"], launch["log_path"], launch["limits"])
+        entry(launch["payload"], ChildChannel(out_fd, in_fd, blob_sock))
+    except BaseException:
+        code = 70
+        if accepted:  # the job is ours: say what failed, as a fresh child would
+            _report_internal_error(out_fd)
+    finally:
+        _leave(code)
+
+
+def _read_launch(fd: int) -> dict[str, Any] | None:
+    import pickle
+
+    def exactly(n: int) -> bytes | None:
+        out = bytearray()
+        while len(out) < n:
+            part = os.read(fd, n - len(out))
+            if not part:
+                return None
+            out += part
+        return bytes(out)
+
+    head = exactly(_LEN.size)
+    if head is None:
+        return None
+    raw = exactly(_LEN.unpack(head)[0])
+    return None if raw is None else pickle.loads(raw)
+
+
+def _receive_fds(sock: Any, n: int) -> list[int]:
+    import array
+    import socket
+
+    out: list[int] = []
+    while len(out) < n:
+        fds = array.array("i")
+        _msg, ancdata, _flags, _addr = sock.recvmsg(16, socket.CMSG_LEN(SPARE_FDS_PER_MESSAGE * fds.itemsize))
+        got = 0
+        for level, kind, data in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+                got = len(fds)
+        if not got:
+            raise OSError("the worker sent no descriptors")
+        out.extend(fds)
+    return out
 
 
 def run_sandboxed(
@@ -380,34 +611,28 @@ def run_sandboxed(
     watch_fd: int | None = None,
     on_start: Callable[[int], None] | None = None,
     inherit_fds: tuple[int, ...] = (),
+    spare: Spare | None = None,
+    payload: Any = None,
+    apart: Collection[tuple[int, int]] = (),
 ) -> SandboxOutcome:
     """Fork a child running `child_fn(channel)` inside `workdir`; feed its messages to `on_message`
     (which may answer "go"/"stop" to a gate, "stop" to end the child now, or a dict: the JSON reply
     to a request); enforce `limits`.
 
     `watch_fd` (the pool connection) is watched too: if it closes, the child is killed at once.
-    `inherit_fds` stay open in the child (the sealed inputs of a cached reference phase).
+    `inherit_fds` stay open in the child (the sealed inputs of a cached reference phase). With a
+    `spare` (a child started ahead, see `Spare`) that takes the job, it runs `spare.entry(payload,
+    channel)` instead of a new fork running `child_fn`: the same function, the same isolation.
+    Processes `apart` (the worker's next spare) are neither counted nor killed as the candidate's.
     """
-    c2w_r, c2w_w = os.pipe()
-    w2c_r, w2c_w = os.pipe()
-    pair = shared_blobs.socket_pair()  # large blobs: sealed memfds (worker end, child end)
-    blob_sock, child_sock = pair if pair else (None, None)
-    try:
-        import fcntl
-
-        fcntl.fcntl(c2w_r, 1031, 1 << 20)  # F_SETPIPE_SZ: fewer wake-ups for large outputs
-    except (OSError, ImportError, AttributeError):
-        pass
     log_path = os.path.join(workdir, "output.log")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # ---- the child: never returns
-        _child_entry(child_fn, c2w_w, w2c_r, workdir, log_path, limits, child_sock, inherit_fds)
-    os.close(c2w_w)
-    os.close(w2c_r)
-    if child_sock is not None:
-        child_sock.close()
+    launched = spare.hand_over(payload, workdir, log_path, limits, inherit_fds) if spare is not None else None
+    if launched is not None:
+        pid, c2w_r, w2c_w, blob_sock = launched
+    else:
+        if spare is not None:
+            spare.discard(apart)
+        pid, c2w_r, w2c_w, blob_sock = _fork_child(child_fn, workdir, log_path, limits, inherit_fds)
     if on_start is not None:
         on_start(pid)
 
@@ -471,11 +696,11 @@ def run_sandboxed(
             now = time.monotonic()
             if exit_status is not None and (eof or now - exited_at > 1.0):
                 # the child is gone; whatever still holds the pipe open is a process it left behind
-                leftover = len([p for p in descendants(me, proc_table()) if p.state != "Z"])
+                leftover = len([p for p in descendants(me, proc_table(), apart) if p.state != "Z"])
                 break
             if now - last_watch >= WATCH_EVERY_S:
                 last_watch = now
-                tree = [p for p in descendants(me, proc_table()) if p.state != "Z"]
+                tree = [p for p in descendants(me, proc_table(), apart) if p.state != "Z"]
                 rss = (tree_memory_bytes(tree, limits.memory_limit_mb << 20) if limits.memory_limit_mb
                        else sum(p.rss_bytes for p in tree))
                 peak_rss = max(peak_rss, rss)
@@ -491,7 +716,7 @@ def run_sandboxed(
                 kill_reason, detail = "timeout", f"no verdict within {limits.timeout_s:g} s"
                 break
     finally:
-        kill_tree(me, sids=(pid,))
+        kill_tree(me, sids=(pid,), apart=apart)
         if exit_status is None:
             try:
                 wpid, status = os.waitpid(pid, 0)
@@ -506,7 +731,8 @@ def run_sandboxed(
             blob_sock.close()
     if reader.mid_frame and kill_reason is None:
         detail = detail or "the child stopped in the middle of a message"
-    return SandboxOutcome(exit_status, kill_reason, leftover, _read_tail(log_path), peak_rss / 2**20, detail)
+    return SandboxOutcome(exit_status, kill_reason, leftover, _read_tail(log_path), peak_rss / 2**20, detail,
+                          prestarted=launched is not None)
 
 
 def _with_mapped(sock: Any, header: dict[str, Any], inline: list[Any], reader: FrameReader) -> list[Any]:
@@ -521,55 +747,104 @@ def _with_mapped(sock: Any, header: dict[str, Any], inline: list[Any], reader: F
     return blobs
 
 
+def _pipes() -> tuple[int, int, int, int, Any, Any]:
+    """The channel of one child: (c2w_r, c2w_w, w2c_r, w2c_w, worker's blob socket, child's)."""
+    c2w_r, c2w_w = os.pipe()
+    w2c_r, w2c_w = os.pipe()
+    pair = shared_blobs.socket_pair()  # large blobs: sealed memfds (worker end, child end)
+    blob_sock, child_sock = pair if pair else (None, None)
+    try:
+        import fcntl
+
+        fcntl.fcntl(c2w_r, 1031, 1 << 20)  # F_SETPIPE_SZ: fewer wake-ups for large outputs
+    except (OSError, ImportError, AttributeError):
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock
+
+
+def _fork_child(child_fn: Callable[[ChildChannel], None], workdir: str, log_path: str, limits: Limits,
+                inherit_fds: tuple[int, ...]) -> tuple[int, int, int, Any]:
+    c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock = _pipes()
+    pid = os.fork()
+    if pid == 0:  # ---- the child: never returns
+        _child_entry(child_fn, c2w_w, w2c_r, workdir, log_path, limits, child_sock, inherit_fds)
+    os.close(c2w_w)
+    os.close(w2c_r)
+    if child_sock is not None:
+        child_sock.close()
+    return pid, c2w_r, w2c_w, blob_sock
+
+
+def _isolate(keep: set[int]) -> None:
+    """First thing in a forked child: its own session, dies with the worker, default signals, and
+    nothing of the worker's (above all its pool connection) reachable but the descriptors `keep`."""
+    os.setsid()
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the worker died: so does this candidate
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGCHLD):
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        fds = [int(x) for x in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = list(range(3, 1024))
+    for fd in fds:
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _enter_job(workdir: str, log_path: str, limits: Limits) -> None:
+    """The candidate's surroundings: output to its log, its limits, its own temp dir and Triton cache."""
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null_fd = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null_fd, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    os.close(null_fd)
+    _set_limits(limits)
+    cache = os.path.join(workdir, "triton_cache")
+    os.makedirs(cache, exist_ok=True)
+    os.environ["TRITON_CACHE_DIR"] = cache
+    os.environ["TMPDIR"] = workdir
+    tempfile.tempdir = workdir
+    os.chdir(workdir)
+    import faulthandler
+
+    faulthandler.enable(all_threads=True)
+
+
 def _child_entry(child_fn: Callable[[ChildChannel], None], out_fd: int, in_fd: int, workdir: str,
                  log_path: str, limits: Limits, blob_sock: Any = None, inherit_fds: tuple[int, ...] = ()) -> None:
     code = 0
     try:
-        os.setsid()
-        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # the worker died: so does this candidate
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGPIPE, signal.SIGCHLD):
-            signal.signal(sig, signal.SIG_DFL)
-        # nothing of the worker's (above all its pool connection) stays reachable
-        keep = {out_fd, in_fd, *inherit_fds} | ({blob_sock.fileno()} if blob_sock is not None else set())
-        try:
-            fds = [int(x) for x in os.listdir("/proc/self/fd")]
-        except OSError:
-            fds = list(range(3, 1024))
-        log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        null_fd = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null_fd, 0)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        for fd in fds:
-            if fd > 2 and fd not in keep:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        _set_limits(limits)
-        cache = os.path.join(workdir, "triton_cache")
-        os.makedirs(cache, exist_ok=True)
-        os.environ["TRITON_CACHE_DIR"] = cache
-        os.environ["TMPDIR"] = workdir
-        tempfile.tempdir = workdir
-        os.chdir(workdir)
-        import faulthandler
-
-        faulthandler.enable(all_threads=True)
+        _isolate({out_fd, in_fd, *inherit_fds} | ({blob_sock.fileno()} if blob_sock is not None else set()))
+        _enter_job(workdir, log_path, limits)
         child_fn(ChildChannel(out_fd, in_fd, blob_sock))
     except BaseException:  # the harness itself failed: say so, never let the child run on
         code = 70
-        try:
-            write_all(out_fd, encode_frame({"type": "internal_error", "error": traceback.format_exc()[-4000:]}))
-        except BaseException:
-            pass
+        _report_internal_error(out_fd)
     finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BaseException:
-            pass
-        os._exit(code)
+        _leave(code)
+
+
+def _report_internal_error(out_fd: int) -> None:
+    try:
+        write_all(out_fd, encode_frame({"type": "internal_error", "error": traceback.format_exc()[-4000:]}))
+    except BaseException:
+        pass
+
+
+def _leave(code: int) -> None:
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os._exit(code)
 
 
 def _set_limits(limits: Limits) -> None:
@@ -621,6 +896,15 @@ def _worker_imports(device: str) -> None:
             pass
     from . import judge, policy, stages, timing  # noqa: F401
 
+    if device == "cuda":
+        from .compile_check import warm_gpu_compiler
+
+        global COMPILER_WARM_ERROR
+        COMPILER_WARM_ERROR = warm_gpu_compiler()
+
+
+COMPILER_WARM_ERROR: str | None = None  # why the GPU worker's compiler warm-up failed, if it did
+
 
 def worker_main(fd: int, device: str) -> None:
     from multiprocessing.connection import Connection
@@ -649,12 +933,17 @@ def worker_main(fd: int, device: str) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, terminate)
-    conn.send({"type": "ready", "pid": os.getpid(), "base": base})
+    conn.send({"type": "ready", "pid": os.getpid(), "base": base, "compiler_warm_error": COMPILER_WARM_ERROR})
     from .judge import run_job
+    from .sandbox import SPARES  # the package's copy, which run_job fills (this file runs as __main__)
 
+    idle_s = float(os.environ.get("TRITONRL_SPARE_IDLE_S") or SPARE_IDLE_S)
     try:
         while True:
             try:
+                if SPARES.spare is not None and not conn.poll(idle_s):
+                    SPARES.drop()  # no job for a while: give the spare and its GPU memory up
+                    continue
                 msg = conn.recv()
             except (EOFError, OSError):
                 break
@@ -669,7 +958,8 @@ def worker_main(fd: int, device: str) -> None:
                 verdict = {"task_id": job.get("task_id", ""), "stage": "static", "reason": "internal_error",
                            "error": traceback.format_exc()[-4000:]}
             try:
-                conn.send({"type": "result", "id": msg["id"], "verdict": verdict})
+                conn.send({"type": "result", "id": msg["id"], "verdict": verdict,
+                           "spare": SPARES.spare.pid if SPARES.spare is not None else None})
             except (OSError, ValueError):
                 break
     finally:

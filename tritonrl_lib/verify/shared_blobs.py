@@ -23,7 +23,7 @@ import mmap
 import os
 import socket
 import stat
-from typing import Any
+from typing import Any, Callable
 
 SHARE_MIN_BYTES = 1 << 20  # below this the pipe is as cheap
 FD_TAG = b"m"
@@ -67,13 +67,61 @@ def sealed_copy(data: memoryview) -> int:
     return fd
 
 
+class SealedBlob:
+    """A blob already in a sealed memfd of the sender's (`sealed_fill`); `send_blobs` passes the
+    descriptor on and closes it."""
+
+    def __init__(self, fd: int, nbytes: int):
+        self.fd, self.nbytes = fd, nbytes
+
+    def read(self) -> bytes:
+        if not self.nbytes:
+            return b""
+        with mmap.mmap(self.fd, self.nbytes, prot=mmap.PROT_READ) as mm:
+            return bytes(mm)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def sealed_fill(nbytes: int, fill: Callable[[memoryview], None]) -> SealedBlob:
+    """A new sealed memfd of `nbytes` whose bytes `fill(view)` writes straight into its pages (a
+    device-to-host copy lands there without a second copy); the view must not outlive the call."""
+    fd = os.memfd_create("tritonrl-blob", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        os.ftruncate(fd, nbytes)
+        mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                       prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            with memoryview(mm) as view:
+                fill(view)
+        finally:
+            mm.close()  # the writable mapping must be gone before F_SEAL_WRITE is accepted
+        fcntl.fcntl(fd, _F_ADD_SEALS, _SEALS | _F_SEAL_SEAL)
+    except BaseException:
+        os.close(fd)
+        raise
+    return SealedBlob(fd, nbytes)
+
+
 def send_blobs(sock: socket.socket | None, blobs: list[Any]) -> tuple[list[Any], list[list[int]]]:
     """Send the large blobs as sealed memfds over `sock`; returns (blobs still to go inline,
     the frame's "mapped" list). Any blob that cannot be shared goes inline."""
     if sock is None:
-        return list(blobs), []
+        return [_inline(b) for b in blobs], []
     inline, mapped = [], []
     for pos, blob in enumerate(blobs):
+        if isinstance(blob, SealedBlob):
+            try:
+                socket.send_fds(sock, [FD_TAG], [blob.fd])
+                mapped.append([pos, blob.nbytes])
+            except OSError:
+                inline.append(blob.read())
+            finally:
+                blob.close()
+            continue
         view = memoryview(blob)
         if view.nbytes < SHARE_MIN_BYTES:
             inline.append(blob)
@@ -92,6 +140,15 @@ def send_blobs(sock: socket.socket | None, blobs: list[Any]) -> tuple[list[Any],
             os.close(fd)
         mapped.append([pos, view.nbytes])
     return inline, mapped
+
+
+def _inline(blob: Any) -> Any:
+    if isinstance(blob, SealedBlob):
+        try:
+            return blob.read()
+        finally:
+            blob.close()
+    return blob
 
 
 def receive_blobs(sock: socket.socket | None, header: dict[str, Any], inline: list[Any],

@@ -41,9 +41,9 @@ from .compile_check import SM, LaunchCompiler, compile_failure_kind, compiler_av
 from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, is_plain_tensor,
                              perturb_host_allocator,
                              poison_allocator, same_bits, scrub)
-from . import native_builds
+from . import native_builds, shared_blobs
 from .gpu_lock import GpuLock
-from .sandbox import ChildChannel
+from .sandbox import ChildChannel, inherited_fd
 from .variations import (VARIATION_ORDER, cast_floats, cpu_copies, describe_inputs, larger_plan,
                          load_module_file, load_task_module, scaled, tiny_plans, to_device)
 
@@ -122,7 +122,10 @@ def _excerpt(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- encoding
 
 
-def encode_outputs(outs: list[Any]) -> tuple[list[dict[str, Any]], list[memoryview]]:
+def encode_outputs(outs: list[Any], seal: bool = False) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Each output's description and raw bytes. With `seal` (a channel that passes memfds), outputs
+    of SHARE_MIN_BYTES and more are copied from wherever they live (the GPU) straight into a sealed
+    memfd, one copy instead of device -> host buffer -> memfd (shared_blobs.SealedBlob)."""
     metas, blobs = [], []
     for o in outs:
         device = None
@@ -131,11 +134,23 @@ def encode_outputs(outs: list[Any]) -> tuple[list[dict[str, Any]], list[memoryvi
         if not is_plain_tensor(o):
             metas.append({"kind": "other", "type": type(o).__name__})
             continue
-        t = o.detach().to("cpu").contiguous()
+        t = o.detach()
         metas.append({"kind": "tensor", "dtype": dtype_name(t.dtype), "shape": list(t.shape),
                       "device": device or o.device.type})
         if t.is_complex():
-            t = torch.view_as_real(t).contiguous()
+            t = torch.view_as_real(t)
+        nbytes = t.numel() * t.element_size()
+        if seal and nbytes >= shared_blobs.SHARE_MIN_BYTES:
+            flat = t.contiguous().reshape(-1).view(torch.uint8)
+
+            def fill(view: memoryview, flat: torch.Tensor = flat) -> None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # frombuffer over a mapping: written once, here
+                    torch.frombuffer(view, dtype=torch.uint8).copy_(flat)
+
+            blobs.append(shared_blobs.sealed_fill(nbytes, fill))
+            continue
+        t = t.to("cpu").contiguous()
         blobs.append(raw_bytes(t))
     return metas, blobs
 
@@ -223,11 +238,11 @@ class Child:
 
     def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any],
                  alt: list[Any] | None = None) -> None:
-        metas, blobs = encode_outputs(outs)
+        metas, blobs = encode_outputs(outs, seal=self.ch.blob_sock is not None)
         header = {"type": "ref", "name": name, "stage": stage, "outputs": metas, "inputs": describe_inputs(inputs),
                   "magnitudes": [_mean_abs(o) for o in outs]}
         if alt is not None:
-            header["alt_outputs"], alt_blobs = encode_outputs(alt)
+            header["alt_outputs"], alt_blobs = encode_outputs(alt, seal=self.ch.blob_sock is not None)
             blobs = blobs + alt_blobs
         self.ch.send(header, blobs)
         del blobs
@@ -544,7 +559,7 @@ class Child:
         try:
             outs = flatten_outputs(out)
             unchanged = len(inputs) == len(before) and all(same_bits(a, b) for a, b in zip(inputs, before))
-            metas, blobs = encode_outputs(outs)
+            metas, blobs = encode_outputs(outs, seal=self.ch.blob_sock is not None)
         except BaseException as e:
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": _excerpt(e)})
@@ -622,7 +637,7 @@ def mapped_input(desc: dict[str, Any]) -> Any:
     shape = tuple(desc["shape"])
     if desc.get("fd") is None:
         return torch.empty(shape, dtype=dtype)  # no elements
-    mm = mmap.mmap(desc["fd"], 0, prot=mmap.PROT_READ)
+    mm = mmap.mmap(inherited_fd(desc["fd"]), 0, prot=mmap.PROT_READ)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "buffer is not writable": nothing writes it, copies are made
         return torch.frombuffer(mm, dtype=dtype).reshape(shape)
@@ -640,8 +655,44 @@ def _same_values(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
+def warm_child(device: str) -> None:
+    """What every child on this device does before anything of its job, done by a spare while it
+    waits for one (sandbox.Spare): on a GPU, create the CUDA context and the cuBLAS and cuDNN
+    handles (their GPU work under the shared GPU lock, like a candidate's). Nothing of it is a
+    candidate's or a reference's: the memory it used holds ones."""
+    if device != "cuda":
+        return
+    torch.cuda.set_device(0)
+    lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"]) if os.environ.get("TRITONRL_GPU_LOCK") else None
+    try:
+        with lock.shared() if lock is not None else contextlib.nullcontext(), torch.no_grad():
+            x = torch.ones(64, 64, device="cuda")
+            y = x @ x
+            z = torch.nn.functional.conv2d(torch.ones(1, 4, 8, 8, device="cuda"), torch.ones(4, 4, 3, 3, device="cuda"))
+            torch.cuda.synchronize()
+            del x, y, z
+    finally:
+        if lock is not None:
+            lock.close()
+
+
 def child_main(job: dict[str, Any], ch: ChildChannel) -> None:
-    """Entry point of a candidate's process (called by the sandbox after fork)."""
+    """Entry point of a candidate's process (called by the sandbox after fork). With
+    TRITONRL_PROFILE_DIR set (a diagnostic: benchmarks/verifier_profile.py --cprofile), the whole
+    of it runs under cProfile, saved there as child-<pid>.prof."""
+    folder = os.environ.get("TRITONRL_PROFILE_DIR")
+    if not folder:
+        return _child_main(job, ch)
+    import cProfile
+
+    prof = cProfile.Profile()
+    try:
+        prof.runcall(_child_main, job, ch)
+    finally:
+        prof.dump_stats(os.path.join(folder, f"child-{os.getpid()}.prof"))
+
+
+def _child_main(job: dict[str, Any], ch: ChildChannel) -> None:
     child = Child(job, ch)
     child.setup()
     with torch.no_grad():
