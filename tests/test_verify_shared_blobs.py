@@ -83,8 +83,13 @@ def _outputs():
 
 
 def _sends_encoded(ch):
+    import torch
+
     from tritonrl_lib.verify.stages import encode_outputs
 
+    # forked from pytest, whose torch may already run a thread pool that a forked child cannot use
+    # (a real candidate forks from a worker that never ran a torch op)
+    torch.set_num_threads(1)
     metas, blobs = encode_outputs(_outputs(), seal=True)
     assert sum(isinstance(b, shared_blobs.SealedBlob) for b in blobs) == 4
     ch.send({"type": "outputs", "outputs": metas}, blobs)
