@@ -45,10 +45,10 @@ def main() -> None:
                     help="the default configuration only, every candidate's process under "
                          "cProfile; summaries in OUT/cprofile.txt")
     args = ap.parse_args()
-    if args.cprofile:
-        return cprofile_run(args)
     tasks = load_tasks("medium")
     names = CORRECT[: args.n]
+    if args.cprofile:
+        return cprofile_run(tasks, names, Path(args.out))
     result = {"bare": bare_cuda_seconds(), "candidates": names, "configs": {}}
     print(result["bare"], flush=True)
     for label, over in CONFIGS.items():
@@ -69,16 +69,14 @@ def main() -> None:
     (Path(args.out) / "verifier_profile.json").write_text(json.dumps(result, indent=1, default=str))
 
 
-def cprofile_run(args) -> None:
+def cprofile_run(tasks: dict, names: list[str], out: Path) -> None:
     import io
     import os
     import pstats
 
-    folder = Path(args.out).resolve() / "prof"
+    folder = out.resolve() / "prof"
     folder.mkdir(parents=True, exist_ok=True)
     os.environ["TRITONRL_PROFILE_DIR"] = str(folder)  # the workers and their children inherit it
-    tasks = load_tasks("medium")
-    names = CORRECT[: args.n]
     with VerifierPool(VerifyConfig(), workers=1, progress=False) as pool:
         for n in names:
             v = pool.map([tasks[n]], [tasks[n].reference_solution])[0]
@@ -90,7 +88,7 @@ def cprofile_run(args) -> None:
             pstats.Stats(str(prof), stream=report).strip_dirs().sort_stats("cumulative").print_stats(45)
         except Exception as e:  # a process killed while writing its profile
             report.write(f"unreadable: {e}\n")
-    (Path(args.out) / "cprofile.txt").write_text(report.getvalue())
+    (out / "cprofile.txt").write_text(report.getvalue())
 
 
 if __name__ == "__main__":

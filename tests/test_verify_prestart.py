@@ -14,9 +14,9 @@ import pytest
 from tritonrl_lib.config import VerifyConfig
 from tritonrl_lib.verify import sandbox, shared_blobs
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.sandbox import Limits, Spare, descendants, proc_table, proc_table_entry, run_sandboxed
+from tritonrl_lib.verify.sandbox import Limits, Spare, proc_table_entry, run_sandboxed
 
-from test_verify_pool import ADVERSARIAL, RUNTIME_ONLY, _check, candidate, task
+from test_verify_pool import ADVERSARIAL, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
 
@@ -171,14 +171,6 @@ def spare_pool():
         yield p
 
 
-def assert_only_spares_left(pool: VerifierPool) -> None:
-    table = proc_table()
-    for w in pool._slots:
-        if w is not None and w.proc.poll() is None:
-            alive = [p.pid for p in descendants(w.proc.pid, table) if p.state != "Z"]
-            assert alive in ([], [w.spare_pid]), (alive, w.spare_pid)
-
-
 def test_every_hostile_candidate_gets_the_same_verdict_through_spares(spare_pool):
     names = list(ADVERSARIAL)
     verdicts = spare_pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")])
@@ -187,7 +179,7 @@ def test_every_hostile_candidate_gets_the_same_verdict_through_spares(spare_pool
     assert verdicts[-1].correct and verdicts[-1].phases.get("reference_cached")  # inherited sealed inputs
     assert verdicts[-1].phases.get("prestarted")
     assert sum(bool(v.phases.get("prestarted")) for v in verdicts) >= len(verdicts) // 2
-    assert_only_spares_left(spare_pool)
+    assert_no_leftovers(spare_pool)
     assert spare_pool._slots[0].spare_pid  # a spare waits for the next job
 
 
@@ -199,7 +191,7 @@ def test_runtime_layer_through_spares(spare_pool):
     for name, v in zip(names, verdicts):
         _check(v, name, *RUNTIME_ONLY[name])
     assert verdicts[-1].correct, verdicts[-1].error
-    assert_only_spares_left(spare_pool)
+    assert_no_leftovers(spare_pool)
 
 
 KILLS_SIBLINGS = '''
@@ -243,7 +235,7 @@ def test_a_candidate_that_kills_the_spare_does_not_change_the_next_verdict(spare
     assert vs[0].correct  # a correct kernel; killing its sibling is not what the verifier judges
     assert vs[1].correct and vs[1].reason == "ok", (vs[1].reason, vs[1].error)
     assert before is None or spare_pool._slots[0].spare_pid != before
-    assert_only_spares_left(spare_pool)
+    assert_no_leftovers(spare_pool)
 
 
 def test_an_idle_worker_gives_its_spare_up(monkeypatch):

@@ -189,13 +189,18 @@ class ChildChannel:
         return reply if isinstance(reply, dict) else None
 
     def _read_exactly(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            part = os.read(self.in_fd, n - len(out))
-            if not part:
-                raise OSError("the worker closed the channel")
-            out += part
-        return bytes(out)
+        return read_exactly(self.in_fd, n)
+
+
+def read_exactly(fd: int, n: int) -> bytes:
+    """`n` bytes from `fd`; OSError if it closes first."""
+    out = bytearray()
+    while len(out) < n:
+        part = os.read(fd, n - len(out))
+        if not part:
+            raise OSError("the worker closed the channel")
+        out += part
+    return bytes(out)
 
 
 # --------------------------------------------------------------------------- /proc
@@ -403,15 +408,14 @@ class Spare:
     of its user can trace it or open its descriptors). `hand_over` sends the job (pickled: it goes
     from the trusted side to the untrusted one) and the descriptors the child inherits, which
     `inherited_fd` finds by the worker's numbers; the spare says it accepted, enters the job
-    exactly as a fresh child (`_enter_job`) and runs `entry(payload, channel)`. If it died or does not accept in
-    time, the worker forks a fresh child instead: a spare is never the reason for a verdict.
+    exactly as a fresh child (`_enter_job`) and runs `entry(payload, channel)`. If it died or does
+    not accept in time, the worker forks a fresh child instead: a spare is never the reason for a
+    verdict.
     """
 
-    def __init__(self, pid: int, start: int, out_r: int, in_w: int, sock: Any,
-                 entry: Callable[[Any, ChildChannel], None]):
+    def __init__(self, pid: int, start: int, out_r: int, in_w: int, sock: Any):
         self.pid, self.start = pid, start
         self.out_r, self.in_w, self.sock = out_r, in_w, sock
-        self.entry = entry
 
     @property
     def identity(self) -> tuple[int, int]:
@@ -428,7 +432,7 @@ class Spare:
         if child_sock is not None:
             child_sock.close()
         info = proc_table_entry(pid)
-        return cls(pid, info.start if info else 0, c2w_r, w2c_w, blob_sock, entry)
+        return cls(pid, info.start if info else 0, c2w_r, w2c_w, blob_sock)
 
     def hand_over(self, payload: Any, workdir: str, log_path: str, limits: Limits,
                   inherit_fds: tuple[int, ...], wait_s: float | None = None) -> tuple[int, int, int, Any] | None:
@@ -451,7 +455,7 @@ class Spare:
                 view = view[os.write(self.in_w, view):]
             os.set_blocking(self.in_w, True)
             for i in range(0, len(fds), SPARE_FDS_PER_MESSAGE):
-                socket_send_fds(self.sock, fds[i:i + SPARE_FDS_PER_MESSAGE])
+                shared_blobs.send_fds(self.sock, fds[i:i + SPARE_FDS_PER_MESSAGE])
             ready, _, _ = select.select([self.out_r], [], [], max(0.0, deadline - time.monotonic()))
             if not ready or os.read(self.out_r, 1) != SPARE_ACCEPTED:
                 return None
@@ -462,7 +466,7 @@ class Spare:
         self.sock = None
         return launched
 
-    def discard(self, apart: Collection[tuple[int, int]] = ()) -> None:
+    def discard(self) -> None:
         """Kill the spare (if it is still the process it was) and close the worker's ends."""
         info = proc_table_entry(self.pid)
         if info is not None and info.start == self.start and info.ppid == os.getpid():
@@ -523,12 +527,6 @@ class SpareSlot:
 SPARES = SpareSlot()
 
 
-def socket_send_fds(sock: Any, fds: list[int]) -> None:
-    import socket
-
-    socket.send_fds(sock, [b"f"], fds)
-
-
 def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None], out_fd: int, in_fd: int,
                  blob_sock: Any) -> None:
     code = 0
@@ -568,36 +566,18 @@ def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[], 
 def _read_launch(fd: int) -> dict[str, Any] | None:
     import pickle
 
-    def exactly(n: int) -> bytes | None:
-        out = bytearray()
-        while len(out) < n:
-            part = os.read(fd, n - len(out))
-            if not part:
-                return None
-            out += part
-        return bytes(out)
-
-    head = exactly(_LEN.size)
-    if head is None:
-        return None
-    raw = exactly(_LEN.unpack(head)[0])
-    return None if raw is None else pickle.loads(raw)
+    try:
+        raw = read_exactly(fd, _LEN.unpack(read_exactly(fd, _LEN.size))[0])
+    except OSError:
+        return None  # the worker closed the pipe
+    return pickle.loads(raw)
 
 
 def _receive_fds(sock: Any, n: int) -> list[int]:
-    import array
-    import socket
-
     out: list[int] = []
     while len(out) < n:
-        fds = array.array("i")
-        _msg, ancdata, _flags, _addr = sock.recvmsg(16, socket.CMSG_LEN(SPARE_FDS_PER_MESSAGE * fds.itemsize))
-        got = 0
-        for level, kind, data in ancdata:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
-                got = len(fds)
-        if not got:
+        _msg, fds = shared_blobs.recv_fds(sock, SPARE_FDS_PER_MESSAGE, wait=True)
+        if not fds:
             raise OSError("the worker sent no descriptors")
         out.extend(fds)
     return out
@@ -621,8 +601,9 @@ def run_sandboxed(
 
     `watch_fd` (the pool connection) is watched too: if it closes, the child is killed at once.
     `inherit_fds` stay open in the child (the sealed inputs of a cached reference phase). With a
-    `spare` (a child started ahead, see `Spare`) that takes the job, it runs `spare.entry(payload,
-    channel)` instead of a new fork running `child_fn`: the same function, the same isolation.
+    `spare` (a child started ahead, see `Spare`) that takes the job, the spare runs the entry it was
+    forked with on `payload` instead of a new fork running `child_fn`: the caller gives the same
+    function both ways, and the isolation is the same.
     Processes `apart` (the worker's next spare) are neither counted nor killed as the candidate's.
     """
     log_path = os.path.join(workdir, "output.log")
@@ -631,7 +612,7 @@ def run_sandboxed(
         pid, c2w_r, w2c_w, blob_sock = launched
     else:
         if spare is not None:
-            spare.discard(apart)
+            spare.discard()
         pid, c2w_r, w2c_w, blob_sock = _fork_child(child_fn, workdir, log_path, limits, inherit_fds)
     if on_start is not None:
         on_start(pid)
@@ -899,11 +880,7 @@ def _worker_imports(device: str) -> None:
     if device == "cuda":
         from .compile_check import warm_gpu_compiler
 
-        global COMPILER_WARM_ERROR
-        COMPILER_WARM_ERROR = warm_gpu_compiler()
-
-
-COMPILER_WARM_ERROR: str | None = None  # why the GPU worker's compiler warm-up failed, if it did
+        warm_gpu_compiler()  # a failure leaves the children cold: slower, not wrong
 
 
 def worker_main(fd: int, device: str) -> None:
@@ -933,7 +910,7 @@ def worker_main(fd: int, device: str) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, terminate)
-    conn.send({"type": "ready", "pid": os.getpid(), "base": base, "compiler_warm_error": COMPILER_WARM_ERROR})
+    conn.send({"type": "ready", "pid": os.getpid(), "base": base})
     from .judge import run_job
     from .sandbox import SPARES  # the package's copy, which run_job fills (this file runs as __main__)
 

@@ -54,17 +54,8 @@ def socket_pair() -> tuple[socket.socket, socket.socket] | None:
 
 def sealed_copy(data: memoryview) -> int:
     """A new memfd holding `data`, sealed against any change; the caller owns the descriptor."""
-    fd = os.memfd_create("tritonrl-blob", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        view = data.cast("B") if data.format != "B" or data.ndim != 1 else data
-        while view.nbytes:  # write(2), not a mapping: no writable mapping may exist when sealing
-            n = os.write(fd, view)
-            view = view[n:]
-        fcntl.fcntl(fd, _F_ADD_SEALS, _SEALS | _F_SEAL_SEAL)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    view = data.cast("B") if data.format != "B" or data.ndim != 1 else data
+    return sealed_fill(view.nbytes, lambda dest: dest.__setitem__(slice(None), view)).fd
 
 
 class SealedBlob:
@@ -92,13 +83,14 @@ def sealed_fill(nbytes: int, fill: Callable[[memoryview], None]) -> SealedBlob:
     fd = os.memfd_create("tritonrl-blob", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         os.ftruncate(fd, nbytes)
-        mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                       prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        try:
-            with memoryview(mm) as view:
-                fill(view)
-        finally:
-            mm.close()  # the writable mapping must be gone before F_SEAL_WRITE is accepted
+        if nbytes:
+            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                           prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            try:
+                with memoryview(mm) as view:
+                    fill(view)
+            finally:
+                mm.close()  # the writable mapping must be gone before F_SEAL_WRITE is accepted
         fcntl.fcntl(fd, _F_ADD_SEALS, _SEALS | _F_SEAL_SEAL)
     except BaseException:
         os.close(fd)
@@ -115,12 +107,12 @@ def send_blobs(sock: socket.socket | None, blobs: list[Any]) -> tuple[list[Any],
     for pos, blob in enumerate(blobs):
         if isinstance(blob, SealedBlob):
             try:
-                socket.send_fds(sock, [FD_TAG], [blob.fd])
-                mapped.append([pos, blob.nbytes])
+                send_fds(sock, [blob.fd])
             except OSError:
-                inline.append(blob.read())
-            finally:
-                blob.close()
+                inline.append(_inline(blob))
+                continue
+            blob.close()
+            mapped.append([pos, blob.nbytes])
             continue
         view = memoryview(blob)
         if view.nbytes < SHARE_MIN_BYTES:
@@ -132,7 +124,7 @@ def send_blobs(sock: socket.socket | None, blobs: list[Any]) -> tuple[list[Any],
             inline.append(blob)
             continue
         try:
-            socket.send_fds(sock, [FD_TAG], [fd])
+            send_fds(sock, [fd])
         except OSError:
             inline.append(blob)
             continue
@@ -176,7 +168,7 @@ def receive_blobs(sock: socket.socket | None, header: dict[str, Any], inline: li
 
 def _receive_one(sock: socket.socket, size: int) -> memoryview:
     try:
-        msg, fds = _recv_fds(sock, 1)
+        msg, fds = recv_fds(sock, 1)
     except BlockingIOError:
         raise MappedBlobError("a mapped blob was announced but no descriptor was sent") from None
     except OSError as e:
@@ -216,7 +208,7 @@ def drain(sock: socket.socket | None) -> None:
         return
     while True:
         try:
-            msg, fds = _recv_fds(sock, 8)
+            msg, fds = recv_fds(sock, 8)
         except OSError:
             return
         for fd in fds:
@@ -225,11 +217,17 @@ def drain(sock: socket.socket | None) -> None:
             return
 
 
-def _recv_fds(sock: socket.socket, maxfds: int) -> tuple[bytes, list[int]]:
-    """One datagram and the descriptors it carries, without waiting (socket.recv_fds of Python
-    3.11 drops its flags argument, so MSG_DONTWAIT would be ignored there)."""
+def send_fds(sock: socket.socket, fds: list[int]) -> None:
+    """One datagram carrying the descriptors `fds`."""
+    socket.send_fds(sock, [FD_TAG], fds)
+
+
+def recv_fds(sock: socket.socket, maxfds: int, wait: bool = False) -> tuple[bytes, list[int]]:
+    """One datagram and the descriptors it carries; without waiting unless `wait` (socket.recv_fds
+    of Python 3.11 drops its flags argument, so MSG_DONTWAIT would be ignored there)."""
     fds = array.array("i")
-    msg, ancdata, _flags, _addr = sock.recvmsg(16, socket.CMSG_LEN(maxfds * fds.itemsize), socket.MSG_DONTWAIT)
+    msg, ancdata, _flags, _addr = sock.recvmsg(16, socket.CMSG_LEN(maxfds * fds.itemsize),
+                                               0 if wait else socket.MSG_DONTWAIT)
     for level, kind, data in ancdata:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(data[:len(data) - len(data) % fds.itemsize])

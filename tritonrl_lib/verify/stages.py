@@ -236,13 +236,17 @@ class Child:
             raise RefFailed(f"the reference returned {', '.join(bad)}, not tensors")
         return out
 
+    def encode(self, outs: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+        """encode_outputs, large outputs sealed straight from the device where the channel passes memfds."""
+        return encode_outputs(outs, seal=self.ch.blob_sock is not None)
+
     def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any],
                  alt: list[Any] | None = None) -> None:
-        metas, blobs = encode_outputs(outs, seal=self.ch.blob_sock is not None)
+        metas, blobs = self.encode(outs)
         header = {"type": "ref", "name": name, "stage": stage, "outputs": metas, "inputs": describe_inputs(inputs),
                   "magnitudes": [_mean_abs(o) for o in outs]}
         if alt is not None:
-            header["alt_outputs"], alt_blobs = encode_outputs(alt, seal=self.ch.blob_sock is not None)
+            header["alt_outputs"], alt_blobs = self.encode(alt)
             blobs = blobs + alt_blobs
         self.ch.send(header, blobs)
         del blobs
@@ -559,7 +563,7 @@ class Child:
         try:
             outs = flatten_outputs(out)
             unchanged = len(inputs) == len(before) and all(same_bits(a, b) for a, b in zip(inputs, before))
-            metas, blobs = encode_outputs(outs, seal=self.ch.blob_sock is not None)
+            metas, blobs = self.encode(outs)
         except BaseException as e:
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": _excerpt(e)})
