@@ -14,6 +14,10 @@
 #   bash benchmarks/gpu_session.sh 5   # GPU tests, the per-phase profile, the benchmark without spare children
 #   bash benchmarks/gpu_session.sh 6   # candidates' processes under cProfile; the verifier benchmark (ours vs
 #                                      # KernelBench's way, timing stability)
+#   bash benchmarks/gpu_session.sh 7   # a process's fixed costs (benchmarks/process_costs.py); our pool traced
+#                                      # (every candidate's points on one clock, the pool's timeline drawn)
+#   bash benchmarks/gpu_session.sh 8   # a spare's warm-up steps; GPU tests; the verifier benchmark traced (ours vs KernelBench's way,
+#                                      # timing stability, the pool's timeline)
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -100,6 +104,21 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
   timeout $(left 560) $PY benchmarks/verifier.py --device cuda --out "$R/verifier" > "$R/verifier.log" 2>&1
   log "verifier benchmark rc=$?"
   grep -h "ratio\|CV\|cand\|x\b\|MISSED\|\[ok\]" "$R/verifier.log" | tail -24 >> "$R/summary.txt"
+  ;;
+7)
+  timeout 150 $PY benchmarks/process_costs.py --out "$R" > "$R/process_costs.log" 2>&1; log "process_costs rc=$?"
+  timeout $(left 400) $PY benchmarks/verifier.py --device cuda --ours-only --trace --out "$R" > "$R/trace.log" 2>&1
+  log "ours traced rc=$? $(grep '^ours' "$R/trace.log")"
+  cp "$R"/*.png "$R"/*.json "$OUT/" 2>/dev/null
+  ;;
+8)
+  timeout 100 $PY benchmarks/process_costs.py --quick --out "$R" > "$R/process_costs.log" 2>&1; log "process_costs rc=$?"
+  timeout 200 $PY -m pytest -q -m gpu tests/test_verify_pool.py tests/test_verify_compile.py -p no:cacheprovider \
+      > "$R/pytest_gpu.log" 2>&1; log "pytest -m gpu rc=$? $(tail -1 "$R/pytest_gpu.log")"
+  timeout $(left 560) $PY benchmarks/verifier.py --device cuda --trace --out "$R" > "$R/verifier.log" 2>&1
+  log "verifier benchmark rc=$?"
+  grep -h "ratio\|CV\|cand\|x\b\|MISSED\|\[ok\]" "$R/verifier.log" | tail -24 >> "$R/summary.txt"
+  cp "$R"/*.png "$R"/*.json "$R"/*.md "$OUT/" 2>/dev/null
   ;;
 esac
 log "phase $PHASE done"

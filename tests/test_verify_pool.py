@@ -3,6 +3,7 @@ at the right stage for the right reason, and one pool survives a batch of hostil
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -32,14 +33,20 @@ def pool():
         yield p
 
 
-def assert_no_leftovers(pool: VerifierPool) -> None:
-    """Every worker is idle with no process under it but the spare child it reported (none unless
-    verify.prestart_child is on): everything a candidate started was killed."""
-    table = proc_table()
+def assert_no_leftovers(pool: VerifierPool, within_s: float = 5.0) -> None:
+    """Every worker is idle with no process under it but the spare children it reported (none unless
+    verify.prestart_child is on): everything a candidate started was killed. A verdict does not wait
+    for its killed processes to finish exiting (sandbox.kill_tree), so they get `within_s` for that."""
+    deadline = time.monotonic() + within_s
     for w in pool._slots:
-        if w is not None and w.proc.poll() is None:
-            alive = [p.pid for p in descendants(w.proc.pid, table) if p.state != "Z"]
-            assert alive in ([], [w.spare_pid]), f"worker {w.proc.pid} still has {alive} under it (spare {w.spare_pid})"
+        if w is None or w.proc.poll() is not None:
+            continue
+        while True:
+            alive = [p.pid for p in descendants(w.proc.pid, proc_table()) if p.state != "Z"]
+            if set(alive) <= set(w.spare_pids) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert set(alive) <= set(w.spare_pids), f"worker {w.proc.pid} still has {alive} under it (spares {w.spare_pids})"
 
 
 # --------------------------------------------------------------------------- correct solutions

@@ -180,7 +180,7 @@ def test_every_hostile_candidate_gets_the_same_verdict_through_spares(spare_pool
     assert verdicts[-1].phases.get("prestarted")
     assert sum(bool(v.phases.get("prestarted")) for v in verdicts) >= len(verdicts) // 2
     assert_no_leftovers(spare_pool)
-    assert spare_pool._slots[0].spare_pid  # a spare waits for the next job
+    assert len(spare_pool._slots[0].spare_pids) == 1  # one spare waits for the next call (none queued now)
 
 
 def test_runtime_layer_through_spares(spare_pool):
@@ -230,11 +230,11 @@ class ModelNew(torch.nn.Module):
 
 
 def test_a_candidate_that_kills_the_spare_does_not_change_the_next_verdict(spare_pool):
-    before = spare_pool._slots[0].spare_pid
+    before = spare_pool._slots[0].spare_pids
     vs = spare_pool.map(task("relu"), [KILLS_SIBLINGS, candidate("relu_ok")], static=False)
     assert vs[0].correct  # a correct kernel; killing its sibling is not what the verifier judges
     assert vs[1].correct and vs[1].reason == "ok", (vs[1].reason, vs[1].error)
-    assert before is None or spare_pool._slots[0].spare_pid != before
+    assert not before or spare_pool._slots[0].spare_pids != before
     assert_no_leftovers(spare_pool)
 
 
@@ -244,13 +244,48 @@ def test_an_idle_worker_gives_its_spare_up(monkeypatch):
                       progress=False) as pool:
         assert pool.verify(task("relu"), candidate("relu_ok")).correct
         w = pool._slots[0]
-        assert w.spare_pid and proc_table_entry(w.spare_pid) is not None
+        assert len(w.spare_pids) == 1 and all(proc_table_entry(p) is not None for p in w.spare_pids)
+
+        def gone(pid: int) -> bool:
+            info = proc_table_entry(pid)
+            return info is None or info.state == "Z"
+
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            info = proc_table_entry(w.spare_pid)
-            if info is None or info.state == "Z":
-                break
+        while time.monotonic() < deadline and not all(gone(p) for p in w.spare_pids):
             time.sleep(0.1)
-        info = proc_table_entry(w.spare_pid)
-        assert info is None or info.state == "Z"
+        assert all(gone(p) for p in w.spare_pids)
         assert pool.verify(task("relu"), candidate("relu_ok") + "\n# again\n").correct  # a fresh fork then
+
+
+def test_spares_follow_the_jobs_still_queued(monkeypatch):
+    from tritonrl_lib.verify.judge import spares_wanted
+
+    monkeypatch.setenv("TRITONRL_POOL_WORKERS", "4")
+    s = {"spare_children": 2}
+    assert spares_wanted(s, None) == 2  # the pool did not say
+    assert [spares_wanted(s, q) for q in (0, 1, 4, 5, 8, 100)] == [1, 1, 1, 2, 2, 2]
+    assert spares_wanted({"spare_children": 3}, 100) == 3
+
+
+def test_a_batch_runs_in_spares_started_after_each_child_is_set_up(tmp_path):
+    """Through a one-worker pool: every candidate after the first ran in a spare, two were kept while
+    jobs were queued, and after the batch one waits for the next call."""
+    with VerifierPool(VerifyConfig(timeout_s=30, prestart_child="on", spare_children=2), workers=1, device="cpu",
+                      cache=False, progress=False) as pool:
+        vs = pool.map(task("relu"), [candidate("relu_ok") + f"\n# {i}\n" for i in range(4)])
+        assert all(v.correct for v in vs)
+        assert [bool(v.phases.get("prestarted")) for v in vs] == [False, True, True, True]
+        assert len(pool._slots[0].spare_pids) == 1
+        assert_no_leftovers(pool)
+
+
+def test_gpu_workers_get_their_environment_from_the_settings():
+    """What a GPU worker (and every candidate process under it) inherits; no GPU needed to check."""
+    pool = VerifierPool(VerifyConfig(cuda_connections=1), workers=4, device="cpu", progress=False)
+    pool.device, pool._gpu_ids = "cuda", ["0", "0", "1", "1"]  # as on a two-GPU machine
+    env = pool.worker_env(2)
+    assert (env["CUDA_VISIBLE_DEVICES"], env["TRITONRL_GPU_SHARERS"], env["TRITONRL_POOL_WORKERS"]) == ("1", "2", "4")
+    assert env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1" and "TRITON_INTERPRET" not in env
+    pool.config = VerifyConfig(cuda_connections=0)
+    assert pool.worker_env(0).get("CUDA_DEVICE_MAX_CONNECTIONS") == os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS")
+    pool.close()

@@ -239,3 +239,13 @@ def test_a_free_worker_takes_the_next_job_of_a_task_it_ran():
     assert _next_job(pending, w)[0] == 1
     assert _next_job(pending, w)[0] == 3
     assert not pending
+
+
+def test_a_free_worker_leaves_other_workers_tasks_to_them_while_it_has_a_choice():
+    mine, busy = (_Worker(slot=n, proc=None, conn=None) for n in range(2))  # type: ignore[arg-type]
+    busy.tasks["a"] = True  # a's reference phase is (being) kept by the busy worker
+    pending = collections.deque((i, {"task_source": src}, None) for i, src in enumerate("aabca"))
+    order = [_next_job(pending, mine, [mine, busy])[0] for _ in range(3)]
+    assert order == [2, 3, 0]  # b, then c (nobody's), then a: nothing else is left, so it runs a too
+    assert [item[0] for item in pending] == [1, 4]
+    assert _next_job(pending, mine, [mine, busy])[0] == 1  # now a is its own task as well

@@ -114,8 +114,12 @@ class VerifyConfig:
     speedup_review: float = 10.0
     compile_check: str = "auto"  # auto (frontend on CPU) | frontend | full (to cubin for sm_90) | off
     verify_cache: bool = False  # reuse verdicts from disk, keyed by task, code and these settings
-    reference_cache_mb: int = 1024  # per worker: tasks' reference outputs and inputs kept for their next candidates
-    prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next child (CUDA context) ahead
+    reference_cache_mb: int = 4096  # per worker, at most 1/4 of the machine's memory over the pool: tasks'
+    # reference outputs and inputs kept for their next candidates
+    prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next children (CUDA context) ahead
+    spare_children: int = 2  # how many children each worker keeps started ahead (with prestart_child on)
+    cuda_connections: int = 2  # CUDA_DEVICE_MAX_CONNECTIONS of candidates' processes (0: the driver's 8); fewer
+    # make each process's CUDA context cheaper to create, at the cost of concurrency between its streams
 
 
 @dataclass
@@ -397,10 +401,14 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("load_in_8bit and load_in_4bit are both set; choose one")
     positive = [("rl", "n_samples"), ("rl", "top_k"), ("rl", "rounds"), ("model", "lora_r"),
                 ("sft", "per_device_batch_size"), ("verify", "timing_trials"), ("verify", "workers_per_gpu"),
+                ("verify", "spare_children"),
                 ("eval", "eval_k")]
     for path in positive:
         if _get(cfg, path) < 1:
             raise ConfigError(f"{'.'.join(path)} must be at least 1, got {_get(cfg, path)}")
+    if not 0 <= cfg.verify.cuda_connections <= 32:
+        raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
+                          "driver's default) and 32")
     if cfg.rl.top_k > cfg.rl.n_samples:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")

@@ -32,6 +32,10 @@ class GpuLock:
         self._turnstile = os.open(path + ".turnstile", os.O_RDWR | os.O_CREAT, 0o666)
         self.held: str | None = None  # None | "shared" | "alone"
         self.waited_alone_s = 0.0  # how long the last `alone()` waited for the sharers
+        self.waited_s = 0.0  # how long this process has waited for the lock in all
+        # with TRITONRL_TRACE set (a diagnostic): every hold as (mode, acquired, released)
+        self.holds: list[tuple[str, float, float]] | None = [] if os.environ.get("TRITONRL_TRACE") else None
+        self._since = 0.0
 
     def close(self) -> None:
         for fd in (self._rw, self._turnstile):
@@ -42,13 +46,18 @@ class GpuLock:
         self.held = None
 
     def _share(self) -> None:
+        t0 = time.monotonic()
         fcntl.flock(self._turnstile, fcntl.LOCK_EX)  # wait behind any timer already waiting
         fcntl.flock(self._turnstile, fcntl.LOCK_UN)
         fcntl.flock(self._rw, fcntl.LOCK_SH)
+        self._since = time.monotonic()
+        self.waited_s += self._since - t0
         self.held = "shared"
 
     def _unlock(self) -> None:
         fcntl.flock(self._rw, fcntl.LOCK_UN)
+        if self.holds is not None and self.held is not None and len(self.holds) < 200:
+            self.holds.append((self.held, self._since, time.monotonic()))
         self.held = None
 
     @contextmanager
@@ -89,6 +98,8 @@ class GpuLock:
         finally:
             fcntl.flock(self._turnstile, fcntl.LOCK_UN)
         self.waited_alone_s = time.monotonic() - t0
+        self.waited_s += self.waited_alone_s
+        self._since = time.monotonic()
         self.held = "alone"
         try:
             yield

@@ -47,6 +47,7 @@ _REASON = re.compile(r"^[a-z_]{1,40}(:[A-Za-z0-9_.:\-]{1,160})?$")
 _CHILD_REASONS = {"compile_error", "runtime_error", "exit_called", "out_of_memory", "cuda_error"}
 MAX_FLAGS_LISTED = 8
 MAX_ATOL_GROWTH = 1000.0
+MAX_MARKS = 60  # trace points kept per candidate (TRITONRL_TRACE)
 
 
 class BadOutput(ValueError):
@@ -198,6 +199,8 @@ class Judge:
         self.policy = job["policy"]
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
+        self.tracing = bool(os.environ.get("TRITONRL_TRACE"))
+        self.trace: dict[str, float] = {"@job": round(self.started, 4)} if self.tracing else {}
         self._phase_from = self.started
         self.worker_s = 0.0  # time spent here on the child's references and outputs
         self.refs: dict[str, dict[str, Any]] = {}
@@ -248,6 +251,12 @@ class Judge:
                     return {"error": "this worker does not build modules"}
                 self.build_requests += 1
                 return self.builder.answer(header, self.build_requests - 1)
+            if kind == "mark":
+                if isinstance(header.get("holds"), list):
+                    self._mark_holds(header["holds"])
+                else:
+                    self.mark(str(header.get("label", ""))[:40], header.get("t"), header.get("lock_wait"))
+                return None
             if kind == "note":
                 if len(self.notes) < 50:
                     self.notes.append(str(header.get("text", ""))[:300])
@@ -287,12 +296,34 @@ class Judge:
                 return self._timing(header)
             if kind == "done":
                 self.done = True
-                return None
+                self.mark("done")
+                return "final"  # nothing follows: the sandbox ends the process without waiting for its exit
             if kind == "internal_error":
                 return self._fail("internal_error", str(header.get("error", ""))[-3000:])
             return self._fail("protocol_error", f"unexpected message {str(kind)[:40]!r}")
         except BadOutput as e:
             return self._fail("protocol_error", str(e))
+
+    def mark(self, label: str, t: Any = None, lock_wait: Any = None) -> None:
+        """A point of this candidate's run on the machine's monotonic clock (`@label`) and the GPU
+        lock wait of its process until then (`%label`): a diagnostic, only with TRITONRL_TRACE set
+        (benchmarks/verifier.py --trace). The child's values are for people, never for the verdict."""
+        if not self.tracing or sum(1 for k in self.trace if k[0] != "|") >= 2 * MAX_MARKS:
+            return
+        self.trace[f"@{label}"] = round(float(t), 4) if isinstance(t, (int, float)) else round(time.monotonic(), 4)
+        if isinstance(lock_wait, (int, float)):
+            self.trace[f"%{label}"] = round(float(lock_wait), 4)
+
+    def _mark_holds(self, holds: list[Any]) -> None:
+        """The child's GPU lock holds (TRITONRL_TRACE): `|s3` / `|s3~` = when its fourth hold, shared
+        ("s") or alone ("a"), began / ended."""
+        if not self.tracing:
+            return
+        for k, h in enumerate(holds[:60]):
+            if isinstance(h, list) and len(h) == 3 and all(isinstance(x, (int, float)) for x in h[1:]):
+                mode = "a" if h[0] == "alone" else "s"
+                self.trace[f"|{mode}{k}"] = round(float(h[1]), 4)
+                self.trace[f"|{mode}{k}~"] = round(float(h[2]), 4)
 
     def _fail(self, reason: str, error: str, stage: str | None = None) -> str:
         if self.failure is None:
@@ -598,7 +629,8 @@ class Judge:
             v.notes.append(self.s.get("timing_note") or "timing skipped")
         v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.s.get("partial_credit", 1.0)))
         v.duration_s = round(time.monotonic() - self.started, 3)
-        v.phases = {**self.phases, "worker_s": round(self.worker_s, 3)}
+        self.mark("end")
+        v.phases = {**self.phases, "worker_s": round(self.worker_s, 3), **self.trace}
         if self.preloaded:
             v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
         if outcome.prestarted:
@@ -659,9 +691,22 @@ _BUILDERS: dict[str, NativeBuilder] = {}
 _REFERENCES = ReferenceCache(0)
 
 
+def memory_share_bytes() -> int | None:
+    """This worker's share of a quarter of the machine's memory (the pool's workers split it)."""
+    try:
+        with open("/proc/meminfo") as f:
+            total = next(int(line.split()[1]) << 10 for line in f if line.startswith("MemTotal:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+    workers = max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
+    return total // 4 // workers
+
+
 def _reference_cache(max_mb: int) -> ReferenceCache:
-    """The worker's one reference cache, resized to the job's setting (0 empties and disables it)."""
-    _REFERENCES.max_bytes = max(0, max_mb) << 20
+    """The worker's one reference cache, resized to the job's setting, capped at its share of the
+    machine's memory (0 empties and disables it)."""
+    share = memory_share_bytes()
+    _REFERENCES.max_bytes = min(max(0, max_mb) << 20, share if share is not None else 1 << 62)
     if not _REFERENCES.max_bytes:
         _REFERENCES.clear()
     return _REFERENCES
@@ -680,8 +725,21 @@ def prestart_wanted(settings: dict[str, Any], device: str) -> bool:
     return mode == "on" or (mode == "auto" and device == "cuda")
 
 
-def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, Any]:
-    """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict."""
+def spares_wanted(settings: dict[str, Any], queued: int | None) -> int:
+    """How many spares to keep started: `verify.spare_children`, but no more than this worker's share
+    of the jobs still queued in the pool (`queued`, when the pool says), and one at least (for the
+    next call): a spare nobody will use only competes with the candidates' own CUDA contexts, which
+    the driver creates one at a time."""
+    count = max(1, int(settings.get("spare_children") or 1))
+    if queued is None:
+        return count
+    workers = max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
+    return min(count, max(1, -(-max(0, int(queued)) // workers)))
+
+
+def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
+    """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict. `queued`:
+    how many jobs the pool still holds after this one (None: unknown)."""
     from .stages import child_main, warm_child
 
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
@@ -701,6 +759,7 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, A
                     max_transfer_bytes=max(1 << 30, 4 * (int(s["memory_limit_mb"]) << 20)))
 
     def started(pid: int) -> None:
+        judge.mark("launched")
         if conn is not None:
             try:
                 conn.send({"type": "started", "child": pid})
@@ -709,19 +768,27 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None) -> dict[str, A
 
     if s.get("compile_check") == "full":
         warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
-    # this candidate runs in the spare started during the last one (if any); the next one starts now
+    # this candidate runs in the oldest spare started during the last ones (if any); new ones start
+    # once its process is set up
     spare = SPARES.take()
-    nxt = None
-    if prestart_wanted(s, job["device"]):
-        nxt = SPARES.refill(child_main, functools.partial(warm_child, job["device"]))
-    elif spare is not None:
+    prestart = prestart_wanted(s, job["device"])
+    if not prestart and spare is not None:
         spare.discard()
+        SPARES.drop()
         spare = None
+
+    def refill() -> list[tuple[int, int]]:
+        if not prestart:
+            return []
+        started = SPARES.refill(child_main, functools.partial(warm_child, job["device"]),
+                                count=spares_wanted(s, queued))
+        return [x.identity for x in started]
+
     try:
         outcome = run_sandboxed(lambda ch: child_main(child_job, ch), judge.on_message, limits, workdir,
                                 watch_fd=conn.fileno() if conn is not None else None, on_start=started,
                                 inherit_fds=inherit, spare=spare, payload=child_job,
-                                apart=(nxt.identity,) if nxt is not None else ())
+                                apart=tuple(x.identity for x in SPARES.spares), on_running=refill)
         verdict = judge.finalize(outcome)
         if entry is None and refs.max_bytes:
             record = judge.reference_record()

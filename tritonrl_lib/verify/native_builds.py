@@ -18,6 +18,7 @@ would poison a plain Triton just the same; the static stage refuses file access.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
@@ -113,14 +114,21 @@ class ChildBuildHook:
     """The child's side, installed as `triton.knobs.build.impl`: ask the worker, check, else build here."""
 
     def __init__(self, request: Callable[[dict[str, Any]], dict[str, Any] | None],
-                 note: Callable[[str], None] = lambda text: None):
+                 note: Callable[[str], None] = lambda text: None,
+                 around: Callable[[], Any] = contextlib.nullcontext):
         self.request = request
         self.note = note
+        self.around = around  # entered for each build: the child gives its GPU hold up meanwhile
         self.served = 0  # modules the worker supplied
         self.local = 0  # modules built here (refused, failed or tampered)
 
     def __call__(self, name: str, src_path: str, srcdir: str, library_dirs: list[str], include_dirs: list[str],
                  libraries: list[str]) -> str:
+        with self.around():
+            return self._serve(name, src_path, srcdir, library_dirs, include_dirs, libraries)
+
+    def _serve(self, name: str, src_path: str, srcdir: str, library_dirs: list[str], include_dirs: list[str],
+               libraries: list[str]) -> str:
         reply = None
         try:
             with open(src_path) as f:
@@ -150,9 +158,10 @@ class ChildBuildHook:
         return triton_build(name, src_path, srcdir, library_dirs, include_dirs, libraries)
 
 
-def install(request: Callable[[dict[str, Any]], dict[str, Any] | None], note: Callable[[str], None]) -> ChildBuildHook:
+def install(request: Callable[[dict[str, Any]], dict[str, Any] | None], note: Callable[[str], None],
+            around: Callable[[], Any] = contextlib.nullcontext) -> ChildBuildHook:
     from triton import knobs
 
-    hook = ChildBuildHook(request, note)
+    hook = ChildBuildHook(request, note, around)
     knobs.build.impl = hook
     return hook

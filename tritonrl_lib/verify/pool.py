@@ -90,7 +90,7 @@ class _Worker:
     job_index: int | None = None
     job_started: float = 0.0
     child_pid: int | None = None
-    spare_pid: int | None = None  # the child it started ahead of its next job (sandbox.Spare)
+    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (sandbox.Spare)
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
@@ -99,17 +99,23 @@ class _Worker:
 AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
 
 
-def _next_job(pending: collections.deque, w: _Worker) -> tuple[int, dict[str, Any], str | None]:
+def _next_job(pending: collections.deque, w: _Worker,
+              others: Sequence[_Worker] = ()) -> tuple[int, dict[str, Any], str | None]:
     """The first pending job of a task this worker ran lately (its reference phase is in the
-    worker's cache: reference_cache.py), else the first pending job; order of results is kept
-    by index, so only the order of work changes."""
+    worker's cache: reference_cache.py), else the first of a task no other worker ran lately
+    (whoever takes it runs its reference phase anyway), else the first pending job; order of
+    results is kept by index, so only the order of work changes."""
     if w.tasks:
         for n, item in enumerate(pending):
             if item[1]["task_source"] in w.tasks:
                 del pending[n]
                 w.tasks.move_to_end(item[1]["task_source"])
                 return item
-    item = pending.popleft()
+    theirs = [o.tasks for o in others if o is not w]
+    pick = next((n for n, item in enumerate(pending)
+                 if not any(item[1]["task_source"] in t for t in theirs)), 0)
+    item = pending[pick]
+    del pending[pick]
     w.tasks[item[1]["task_source"]] = True
     while len(w.tasks) > AFFINITY_TASKS:
         w.tasks.popitem(last=False)
@@ -303,6 +309,7 @@ class VerifierPool:
     def _run(self, jobs: collections.deque) -> Iterable[tuple[int, Verdict]]:
         pending = collections.deque(jobs)
         busy: dict[int, tuple[dict[str, Any], str | None]] = {}
+        sent_at: dict[int, float] = {}  # for TRITONRL_TRACE's timeline
         while pending or any(w is not None and w.job_index is not None for w in self._slots):
             # hand out work: start workers lazily, only as many as there are jobs
             for slot in range(self.size):
@@ -312,11 +319,13 @@ class VerifierPool:
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
                 if w.job_index is None:
-                    i, job, key = _next_job(pending, w)
+                    i, job, key = _next_job(pending, w, [o for o in self._slots if o is not None])
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
+                    sent_at[i] = w.job_started
                     try:
-                        w.conn.send({"type": "job", "id": i, "job": job})
+                        # how many wait behind it: workers start spare children only for jobs to come
+                        w.conn.send({"type": "job", "id": i, "job": job, "queued": len(pending)})
                     except (OSError, ValueError):
                         pass  # noticed as a dead worker below
             live = [w for w in self._slots if w is not None and w.job_index is not None]
@@ -345,13 +354,16 @@ class VerifierPool:
                 elif kind == "started":
                     w.child_pid = msg.get("child")
                 elif kind == "result" and msg.get("id") == w.job_index:
-                    w.spare_pid = msg.get("spare")
+                    w.spare_pids = [p for p in msg.get("spares") or [] if isinstance(p, int)]
                     i = w.job_index
                     w.job_index = None
                     job, _ = busy.pop(i)
                     verdict = Verdict.from_dict(msg["verdict"])
                     verdict.task_id = verdict.task_id or job["task_id"]
                     verdict.notes = [*job.get("notes", []), *verdict.notes]
+                    if os.environ.get("TRITONRL_TRACE"):
+                        verdict.phases.update({"@sent": round(sent_at[i], 4), "@back": round(time.monotonic(), 4),
+                                               "@worker": float(w.slot)})
                     yield i, verdict
             now = time.monotonic()
             for w in live:
@@ -385,20 +397,7 @@ class VerifierPool:
 
     def _start_worker(self, slot: int) -> _Worker:
         parent_sock, child_sock = socket.socketpair()
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
-        if self.device == "cuda":
-            gpu = self._gpu_ids[slot]
-            env["CUDA_VISIBLE_DEVICES"] = gpu
-            env.pop("TRITON_INTERPRET", None)
-            # workers on one GPU split its memory, and take turns to time (gpu_lock.py)
-            env["TRITONRL_GPU_SHARERS"] = str(self._gpu_ids.count(gpu))
-            env["TRITONRL_GPU_LOCK"] = lock_path(gpu)
-        else:
-            env["CUDA_VISIBLE_DEVICES"] = ""
-            env["TRITON_INTERPRET"] = "1"
+        env = self.worker_env(slot)
         fd = child_sock.fileno()
         proc = subprocess.Popen(
             [self.python, "-m", "tritonrl_lib.verify.sandbox", "--fd", str(fd), "--device", self.device],
@@ -406,6 +405,29 @@ class VerifierPool:
         )
         child_sock.close()
         return _Worker(slot, proc, Connection(parent_sock.detach()))
+
+    def worker_env(self, slot: int) -> dict[str, str]:
+        """The environment of worker `slot` (its candidates' processes inherit it)."""
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+        env["TRITONRL_POOL_WORKERS"] = str(self.size)  # the workers' reference caches share the memory
+        if self.device == "cuda":
+            gpu = self._gpu_ids[slot]
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+            env.pop("TRITON_INTERPRET", None)
+            # workers on one GPU split its memory, and take turns to time (gpu_lock.py)
+            env["TRITONRL_GPU_SHARERS"] = str(self._gpu_ids.count(gpu))
+            env["TRITONRL_GPU_LOCK"] = lock_path(gpu)
+            if self.config.cuda_connections > 0:
+                # fewer hardware queues per candidate process: its CUDA context is created ~2.4x faster
+                # (the driver creates contexts one at a time, and every candidate needs one)
+                env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(self.config.cuda_connections)
+        else:
+            env["CUDA_VISIBLE_DEVICES"] = ""
+            env["TRITON_INTERPRET"] = "1"
+        return env
 
     def _stop_worker(self, w: _Worker, graceful: bool) -> None:
         if graceful and w.proc.poll() is None:

@@ -101,7 +101,9 @@ class ReferenceCache:
                     data = memoryview(next(blobs))
                     fd = None
                     if data.nbytes:
-                        fd = shared_blobs.sealed_copy(data)
+                        # the child's own sealed file where it came as one (nobody can change it): no copy
+                        shared = shared_blobs.sealed_file(data)
+                        fd = os.dup(shared) if shared is not None else shared_blobs.sealed_copy(data)
                         entry.fds.append(fd)
                     inputs.append({**meta, "fd": fd})
                 entry.sets.append({"name": s["name"], "stage": s["stage"], "model_key": s["model_key"],

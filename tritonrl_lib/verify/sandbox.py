@@ -291,12 +291,15 @@ def descendants(root: int, table: dict[int, ProcInfo], apart: Collection[tuple[i
 
 
 def kill_tree(root: int, sids: tuple[int, ...] = (), grace_s: float = KILL_GRACE_S, reap: bool = True,
-              apart: Collection[tuple[int, int]] = ()) -> int:
+              apart: Collection[tuple[int, int]] = (), wait: bool = True) -> int:
     """SIGKILL every descendant of `root` but those `apart` (and every process in sessions `sids`),
     again and again until none is left alive; returns how many distinct processes were killed.
     `reap` collects exited children of this process (only for the worker: the pool must not reap
-    the caller's)."""
-    killed: set[int] = set()
+    the caller's). Without `wait` it returns once a sweep finds no process it has not signalled
+    yet: one with SIGKILL pending never runs its own code again and cannot fork, so nothing of
+    the tree can act, but its exit (freeing its memory, a CUDA context's teardown: ~0.1 s) goes on
+    without us; those processes are remembered as dying (`dying()`) until they are gone."""
+    killed: dict[int, ProcInfo] = {}
     deadline = time.monotonic() + grace_s
     me = os.getpid()
     while True:
@@ -304,6 +307,7 @@ def kill_tree(root: int, sids: tuple[int, ...] = (), grace_s: float = KILL_GRACE
         targets = [p for p in descendants(root, table, apart) if p.state != "Z"]
         targets += [p for p in table.values() if p.sid in sids and p.pid != me and p.state != "Z"
                     and p.pid not in {t.pid for t in targets}]
+        fresh = [p for p in targets if killed.get(p.pid) is None or killed[p.pid].start != p.start]
         for sid in sids:
             try:
                 os.killpg(sid, signal.SIGKILL)
@@ -312,14 +316,29 @@ def kill_tree(root: int, sids: tuple[int, ...] = (), grace_s: float = KILL_GRACE
         for p in targets:
             try:
                 os.kill(p.pid, signal.SIGKILL)
-                killed.add(p.pid)
+                killed[p.pid] = p
             except OSError:
                 pass
         if reap:
             reap_children()
+        if not wait and not fresh:
+            _DYING.update((p.pid, p.start) for p in targets)
+            return len(killed)
         if not targets or time.monotonic() > deadline:
             return len(killed)
-        time.sleep(0.005)
+        if wait:
+            time.sleep(0.005)
+
+
+_DYING: set[tuple[int, int]] = set()  # (pid, start) of processes killed without waiting, maybe still exiting
+
+
+def dying(table: dict[int, ProcInfo] | None = None) -> set[tuple[int, int]]:
+    """The processes a `kill_tree(wait=False)` left exiting that have not finished yet: no
+    candidate's process count, memory or kill sweep includes them."""
+    table = proc_table() if table is None else table
+    _DYING.intersection_update({(p.pid, p.start) for p in table.values() if p.state != "Z"})
+    return set(_DYING)
 
 
 def reap_children() -> list[tuple[int, int]]:
@@ -501,27 +520,34 @@ def inherited_fd(worker_fd: int) -> int:
 
 
 class SpareSlot:
-    """A worker's one spare: taken by a job, refilled at once so the next one warms up meanwhile."""
+    """A worker's spares, oldest first: a job takes the oldest (the likeliest to be warm already),
+    and the slot is topped up at once so the next ones warm up meanwhile. With two, a run of short
+    candidates (each shorter than a spare's warm-up) does not leave the next job waiting for one."""
 
     def __init__(self) -> None:
-        self.spare: Spare | None = None
+        self.spares: list[Spare] = []
+
+    @property
+    def pids(self) -> list[int]:
+        return [s.pid for s in self.spares]
 
     def take(self) -> Spare | None:
-        spare, self.spare = self.spare, None
-        return spare
+        return self.spares.pop(0) if self.spares else None
 
-    def refill(self, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None]) -> Spare | None:
-        self.drop()
-        try:
-            self.spare = Spare.fork(entry, warm)
-        except OSError:
-            self.spare = None
-        return self.spare
+    def refill(self, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None],
+               count: int = 1) -> list[Spare]:
+        """Top up to `count` spares (never fewer than are waiting); returns those waiting now."""
+        while len(self.spares) < count:
+            try:
+                self.spares.append(Spare.fork(entry, warm))
+            except OSError:
+                break
+        return list(self.spares)
 
     def drop(self) -> None:
-        if self.spare is not None:
-            self.spare.discard()
-            self.spare = None
+        for spare in self.spares:
+            spare.discard()
+        self.spares = []
 
 
 SPARES = SpareSlot()
@@ -594,18 +620,25 @@ def run_sandboxed(
     spare: Spare | None = None,
     payload: Any = None,
     apart: Collection[tuple[int, int]] = (),
+    on_running: Callable[[], Collection[tuple[int, int]]] | None = None,
 ) -> SandboxOutcome:
     """Fork a child running `child_fn(channel)` inside `workdir`; feed its messages to `on_message`
-    (which may answer "go"/"stop" to a gate, "stop" to end the child now, or a dict: the JSON reply
-    to a request); enforce `limits`.
+    (which may answer "go"/"stop" to a gate, "stop" to end the child now, "final" when the child
+    has said all it will (it is ended at once: its own exit is not waited for), or a dict: the
+    JSON reply to a request); enforce `limits`.
 
     `watch_fd` (the pool connection) is watched too: if it closes, the child is killed at once.
     `inherit_fds` stay open in the child (the sealed inputs of a cached reference phase). With a
     `spare` (a child started ahead, see `Spare`) that takes the job, the spare runs the entry it was
     forked with on `payload` instead of a new fork running `child_fn`: the caller gives the same
     function both ways, and the isolation is the same.
-    Processes `apart` (the worker's next spare) are neither counted nor killed as the candidate's.
+    Processes `apart` (the worker's next spares) are neither counted nor killed as the candidate's,
+    nor are earlier candidates' processes still exiting (`dying`), nor those `on_running` returns:
+    it is called once the child is set up (a spare that took the job, or a fresh child's first
+    message: on a GPU its CUDA context exists then), to start the next spares without competing
+    with this child's own start (the driver creates contexts one at a time).
     """
+    apart = set(apart) | dying()
     log_path = os.path.join(workdir, "output.log")
     launched = spare.hand_over(payload, workdir, log_path, limits, inherit_fds) if spare is not None else None
     if launched is not None:
@@ -616,6 +649,9 @@ def run_sandboxed(
         pid, c2w_r, w2c_w, blob_sock = _fork_child(child_fn, workdir, log_path, limits, inherit_fds)
     if on_start is not None:
         on_start(pid)
+    if on_running is not None and launched is not None:
+        apart |= set(on_running())
+        on_running = None
 
     start = time.monotonic()
     reader = FrameReader(limits.max_transfer_bytes)
@@ -624,6 +660,7 @@ def run_sandboxed(
     exit_status: int | None = None
     exited_at: float | None = None
     eof = False
+    final = False  # the child sent its last message: end it now
     eof_at: float | None = None
     last_watch = 0.0
     peak_rss = 0
@@ -645,6 +682,9 @@ def run_sandboxed(
                 if not data:
                     eof, eof_at = True, time.monotonic()
                 else:
+                    if on_running is not None:
+                        apart |= set(on_running())
+                        on_running = None
                     try:
                         for header, blobs in reader.feed(data):
                             blobs = _with_mapped(blob_sock, header, blobs, reader)
@@ -663,9 +703,17 @@ def run_sandboxed(
                             elif action == "stop":
                                 kill_reason = "judged"
                                 break
+                            elif action == "final":
+                                final = True
+                                break
                     except ProtocolError as e:
                         kill_reason, detail = "protocol_error", str(e)
                     if kill_reason:
+                        break
+                    if final:
+                        # whatever of the candidate's still lives beside its own process is left behind
+                        leftover = len([p for p in descendants(me, proc_table(), apart)
+                                        if p.state != "Z" and p.pid != pid])
                         break
             if exit_status is None:
                 try:
@@ -697,11 +745,13 @@ def run_sandboxed(
                 kill_reason, detail = "timeout", f"no verdict within {limits.timeout_s:g} s"
                 break
     finally:
-        kill_tree(me, sids=(pid,), apart=apart)
+        # every process of the candidate is killed; their exit finishes without us (kill_tree)
+        kill_tree(me, sids=(pid,), apart=apart, wait=False)
         if exit_status is None:
             try:
-                wpid, status = os.waitpid(pid, 0)
-                exit_status = status
+                wpid, status = os.waitpid(pid, os.WNOHANG)
+                if wpid == pid:
+                    exit_status = status
             except ChildProcessError:
                 pass
         reap_children()
@@ -918,8 +968,8 @@ def worker_main(fd: int, device: str) -> None:
     try:
         while True:
             try:
-                if SPARES.spare is not None and not conn.poll(idle_s):
-                    SPARES.drop()  # no job for a while: give the spare and its GPU memory up
+                if SPARES.spares and not conn.poll(idle_s):
+                    SPARES.drop()  # no job for a while: give the spares and their GPU memory up
                     continue
                 msg = conn.recv()
             except (EOFError, OSError):
@@ -930,13 +980,13 @@ def worker_main(fd: int, device: str) -> None:
                 continue
             job = msg["job"]
             try:
-                verdict = run_job(job, base, conn)
+                verdict = run_job(job, base, conn, queued=msg.get("queued"))
             except BaseException:
                 verdict = {"task_id": job.get("task_id", ""), "stage": "static", "reason": "internal_error",
                            "error": traceback.format_exc()[-4000:]}
             try:
                 conn.send({"type": "result", "id": msg["id"], "verdict": verdict,
-                           "spare": SPARES.spare.pid if SPARES.spare is not None else None})
+                           "spares": SPARES.pids})
             except (OSError, ValueError):
                 break
     finally:

@@ -77,25 +77,52 @@ class SealedBlob:
             self.fd = -1
 
 
-def sealed_fill(nbytes: int, fill: Callable[[memoryview], None]) -> SealedBlob:
-    """A new sealed memfd of `nbytes` whose bytes `fill(view)` writes straight into its pages (a
-    device-to-host copy lands there without a second copy); the view must not outlive the call."""
-    fd = os.memfd_create("tritonrl-blob", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    try:
-        os.ftruncate(fd, nbytes)
-        if nbytes:
-            mm = mmap.mmap(fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                           prot=mmap.PROT_READ | mmap.PROT_WRITE)
-            try:
-                with memoryview(mm) as view:
+class BlankBlob:
+    """A memfd of `nbytes` whose pages are already in memory and mapped writable, to be filled and
+    sealed later (`seal`). Made ahead where waiting costs others: the fresh pages of ~200 MB of
+    outputs take ~0.1 s to populate, which a candidate need not spend holding the GPU lock."""
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+        self.mm: mmap.mmap | None = None
+        self.fd = os.memfd_create("tritonrl-blob", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            os.ftruncate(self.fd, nbytes)
+            if nbytes:
+                self.mm = mmap.mmap(self.fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                                    prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            self.close()
+            raise
+
+    def seal(self, fill: Callable[[memoryview], None]) -> SealedBlob:
+        """`fill(view)` writes every byte straight into the pages (a device-to-host copy lands there
+        without a second copy; the view must not outlive the call); then the file is sealed."""
+        try:
+            if self.mm is not None:
+                with memoryview(self.mm) as view:
                     fill(view)
-            finally:
-                mm.close()  # the writable mapping must be gone before F_SEAL_WRITE is accepted
-        fcntl.fcntl(fd, _F_ADD_SEALS, _SEALS | _F_SEAL_SEAL)
-    except BaseException:
-        os.close(fd)
-        raise
-    return SealedBlob(fd, nbytes)
+                self.mm.close()  # the writable mapping must be gone before F_SEAL_WRITE is accepted
+                self.mm = None
+            fcntl.fcntl(self.fd, _F_ADD_SEALS, _SEALS | _F_SEAL_SEAL)
+        except BaseException:
+            self.close()
+            raise
+        fd, self.fd = self.fd, -1
+        return SealedBlob(fd, self.nbytes)
+
+    def close(self) -> None:
+        if self.mm is not None:
+            self.mm.close()
+            self.mm = None
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def sealed_fill(nbytes: int, fill: Callable[[memoryview], None]) -> SealedBlob:
+    """A new sealed memfd of `nbytes` whose bytes `fill(view)` writes straight into its pages."""
+    return BlankBlob(nbytes).seal(fill)
 
 
 def send_blobs(sock: socket.socket | None, blobs: list[Any]) -> tuple[list[Any], list[list[int]]]:
@@ -166,6 +193,29 @@ def receive_blobs(sock: socket.socket | None, header: dict[str, Any], inline: li
     return out
 
 
+class ReceivedBlob(mmap.mmap):
+    """A received blob's read-only mapping that keeps its sealed memfd open (closed with the
+    mapping), so the worker can hand the very same file on (reference_cache.py) without copying."""
+
+    sealed_fd = -1
+
+    def __del__(self) -> None:
+        if self.sealed_fd >= 0:
+            try:
+                os.close(self.sealed_fd)
+            except OSError:
+                pass
+            self.sealed_fd = -1
+
+
+def sealed_file(view: memoryview) -> int | None:
+    """The sealed memfd a received blob's whole view maps (see ReceivedBlob), else None."""
+    obj = getattr(view, "obj", None)
+    if isinstance(obj, ReceivedBlob) and obj.sealed_fd >= 0 and view.nbytes == len(obj):
+        return obj.sealed_fd
+    return None
+
+
 def _receive_one(sock: socket.socket, size: int) -> memoryview:
     try:
         msg, fds = recv_fds(sock, 1)
@@ -197,9 +247,12 @@ def _receive_one(sock: socket.socket, size: int) -> memoryview:
         if size == 0:
             return memoryview(b"")
         flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-        return memoryview(mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ))
+        mm = ReceivedBlob(fd, size, flags=flags, prot=mmap.PROT_READ)
+        mm.sealed_fd, fd = fd, -1  # the mapping owns it now
+        return memoryview(mm)
     finally:
-        os.close(fd)
+        if fd >= 0:
+            os.close(fd)
 
 
 def drain(sock: socket.socket | None) -> None:

@@ -30,6 +30,7 @@ import math
 import mmap
 import os
 import sys
+import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ CANDIDATE_MODULE = "tritonrl_candidate"
 GPU_MEMORY_FRACTION = 0.9
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 ERROR_CHARS = 3000
+MAX_HOLDS_TRACED = 60  # GPU lock holds sent with TRITONRL_TRACE
 
 
 @dataclass
@@ -122,10 +124,12 @@ def _excerpt(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- encoding
 
 
-def encode_outputs(outs: list[Any], seal: bool = False) -> tuple[list[dict[str, Any]], list[Any]]:
+def encode_outputs(outs: list[Any], seal: bool = False,
+                   blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
     """Each output's description and raw bytes. With `seal` (a channel that passes memfds), outputs
     of SHARE_MIN_BYTES and more are copied from wherever they live (the GPU) straight into a sealed
-    memfd, one copy instead of device -> host buffer -> memfd (shared_blobs.SealedBlob)."""
+    memfd, one copy instead of device -> host buffer -> memfd (shared_blobs.SealedBlob), into one of
+    `blanks` (memfds made ahead, by size: see blanks_for) where one of the right size is left."""
     metas, blobs = [], []
     for o in outs:
         device = None
@@ -148,11 +152,31 @@ def encode_outputs(outs: list[Any], seal: bool = False) -> tuple[list[dict[str, 
                     warnings.simplefilter("ignore")  # frombuffer over a mapping: written once, here
                     torch.frombuffer(view, dtype=torch.uint8).copy_(flat)
 
-            blobs.append(shared_blobs.sealed_fill(nbytes, fill))
+            ready = (blanks or {}).get(nbytes)
+            blank = ready.pop() if ready else shared_blobs.BlankBlob(nbytes)
+            blobs.append(blank.seal(fill))
             continue
         t = t.to("cpu").contiguous()
         blobs.append(raw_bytes(t))
     return metas, blobs
+
+
+def blanks_for(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> dict[int, list[shared_blobs.BlankBlob]]:
+    """Memfds, with their pages populated, for the outputs these specs describe that will travel
+    as memfds: made before the GPU section that fills them (release_blanks frees those not used)."""
+    out: dict[int, list[shared_blobs.BlankBlob]] = {}
+    for shape, dtype in specs:
+        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        if nbytes >= shared_blobs.SHARE_MIN_BYTES:
+            out.setdefault(nbytes, []).append(shared_blobs.BlankBlob(nbytes))
+    return out
+
+
+def release_blanks(blanks: dict[int, list[shared_blobs.BlankBlob]]) -> None:
+    for ready in blanks.values():
+        for blank in ready:
+            blank.close()
+    blanks.clear()
 
 
 class Child:
@@ -166,6 +190,8 @@ class Child:
         self.workdir = os.getcwd()
         self.source = job["task_source"]
         self.compiler: LaunchCompiler | None = None
+        self.gpu_lock: GpuLock | None = None
+        self.tracing = bool(os.environ.get("TRITONRL_TRACE"))  # a diagnostic: see mark()
 
     # ---------------------------------------------------------------- setup
 
@@ -178,13 +204,25 @@ class Child:
             if os.environ.get("TRITONRL_GPU_LOCK"):
                 self.gpu_lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"])
             # Triton's C helper modules come built from the worker, not compiled again here
-            native_builds.install(self.ch.request, self.note)
+            native_builds.install(self.ch.request, self.note, around=self.off_gpu)
         else:
             torch.set_num_threads(max(1, int(self.job.get("threads", 1))))
 
     def gpu_section(self) -> Any:
         """Hold the GPU shared while this process may have work on it (gpu_lock.py)."""
         return self.gpu_lock.shared() if self.gpu_lock else contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def off_gpu(self) -> Any:
+        """CPU-only work inside a GPU section (drawing inputs on the CPU, copying them for the worker):
+        the shared hold is given up meanwhile, after a device-wide sync, so a timer elsewhere waits
+        for GPU work in flight and not for this (gpu_lock.py)."""
+        if self.gpu_lock is None or self.gpu_lock.held != "shared":
+            yield
+            return
+        torch.cuda.synchronize()
+        with self.gpu_lock.released():
+            yield
 
     def release_gpu_while_compiling(self) -> None:
         """A kernel compile is CPU work: give the shared hold up meanwhile, after a device-wide sync,
@@ -208,6 +246,13 @@ class Child:
     def note(self, text: str) -> None:
         self.ch.send({"type": "note", "text": text})
 
+    def mark(self, label: str, t: float | None = None) -> None:
+        """With TRITONRL_TRACE set (benchmarks/verifier.py --trace): tell the worker when this point
+        was reached (`t`, else now) and how long this process has waited for the GPU lock so far."""
+        if self.tracing:
+            self.ch.send({"type": "mark", "label": label, "t": time.monotonic() if t is None else t,
+                          "lock_wait": self.gpu_lock.waited_s if self.gpu_lock else 0.0})
+
     def sync(self) -> None:
         if self.device == "cuda":
             torch.cuda.synchronize()
@@ -219,14 +264,18 @@ class Child:
     def reference_model(self, module: Any, init: list[Any] | None = None) -> ModelSpec:
         """The task module's Model built from its init inputs under the seed, on the device, with a
         CPU copy of its initial weights (for the candidate's)."""
-        init = list(module.get_init_inputs()) if init is None else init
-        ref = self.build(module.Model, init)
-        state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
+        with self.off_gpu():  # a KernelBench Model initialises its weights on the CPU (no GPU hold for that)
+            init = list(module.get_init_inputs()) if init is None else init
+            ref = self.build(module.Model, init)
+            state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
         return ModelSpec(init, state, ref.to(self.device))
 
     def make_inputs(self, module: Any, seed: int) -> list[Any]:
-        torch.manual_seed(seed)
-        return cpu_copies(list(module.get_inputs()))
+        # KernelBench-format tasks draw their inputs on the CPU: no GPU hold for that (a task that
+        # draws them on the GPU only shares it unannounced with a timer for that long)
+        with self.off_gpu():
+            torch.manual_seed(seed)
+            return cpu_copies(list(module.get_inputs()))
 
     def run_ref(self, model: torch.nn.Module, inputs: list[Any]) -> list[Any]:
         out = flatten_outputs(model(*to_device(inputs, self.device)))
@@ -236,18 +285,30 @@ class Child:
             raise RefFailed(f"the reference returned {', '.join(bad)}, not tensors")
         return out
 
-    def encode(self, outs: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    def encode(self, outs: list[Any], blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None
+               ) -> tuple[list[dict[str, Any]], list[Any]]:
         """encode_outputs, large outputs sealed straight from the device where the channel passes memfds."""
-        return encode_outputs(outs, seal=self.ch.blob_sock is not None)
+        return encode_outputs(outs, seal=self.ch.blob_sock is not None, blanks=blanks)
+
+    def blanks(self, specs: list[tuple[tuple[int, ...], torch.dtype]]) -> dict[int, list[shared_blobs.BlankBlob]]:
+        """blanks_for these output specs where outputs travel as memfds, made off the GPU lock."""
+        if self.ch.blob_sock is None or self.device != "cuda":
+            return {}
+        with self.off_gpu():
+            return blanks_for(specs)
 
     def send_ref(self, plan: Plan, name: str, stage: str, key: str, inputs: list[Any], outs: list[Any],
                  alt: list[Any] | None = None) -> None:
-        metas, blobs = self.encode(outs)
-        header = {"type": "ref", "name": name, "stage": stage, "outputs": metas, "inputs": describe_inputs(inputs),
-                  "magnitudes": [_mean_abs(o) for o in outs]}
-        if alt is not None:
-            header["alt_outputs"], alt_blobs = self.encode(alt)
-            blobs = blobs + alt_blobs
+        blanks = self.blanks([(tuple(o.shape), o.dtype) for o in [*outs, *(alt or [])] if is_plain_tensor(o)])
+        try:
+            metas, blobs = self.encode(outs, blanks)
+            header = {"type": "ref", "name": name, "stage": stage, "outputs": metas,
+                      "inputs": describe_inputs(inputs), "magnitudes": [_mean_abs(o) for o in outs]}
+            if alt is not None:
+                header["alt_outputs"], alt_blobs = self.encode(alt, blanks)
+                blobs = blobs + alt_blobs
+        finally:
+            release_blanks(blanks)
         self.ch.send(header, blobs)
         del blobs
         keep = {p.untyped_storage().data_ptr() for m in plan.models.values() if m.ref is not None
@@ -259,7 +320,9 @@ class Child:
         specs = [(tuple(o.shape), o.dtype) for o in outs if isinstance(o, torch.Tensor)]
         plan.sets.append(InputSet(name, stage, key, inputs, specs))
         if self.collect:
-            self.send_inputs(name, key, inputs, specs)
+            with self.off_gpu():
+                self.send_inputs(name, key, inputs, specs)
+        self.mark(f"ref:{name}")
 
     def send_inputs(self, name: str, key: str, inputs: list[Any], specs: list[tuple[tuple[int, ...], Any]]) -> None:
         """An input set, for the worker to keep with its reference outputs (reference_cache.py);
@@ -303,6 +366,7 @@ class Child:
         try:
             base = load_task_module(self.source, self.workdir, TASK_MODULE)
             plan.models["base"] = self.reference_model(base)
+            self.mark("ref_model")
             original = self.make_inputs(base, SEED)
             original_outs = self.run_ref(plan.models["base"].ref, original)
         except BaseException as e:
@@ -478,23 +542,32 @@ class Child:
             models = self.import_and_build(path, plan)
         if models is None:
             return
+        self.mark("built")
         self.ch.send({"type": "stage", "stage": "compile"})
 
         for stage in ("tiny", "full"):
             for s in plan.sets:
                 if s.stage != stage:
                     continue
-                with self.gpu_section():
-                    ok = self.call_candidate(models[s.model_key], s, tracker, census)
+                blanks = self.blanks(s.out_specs)  # the expected outputs' memfds, made off the GPU lock
+                try:
+                    with self.gpu_section():
+                        ok = self.call_candidate(models[s.model_key], s, tracker, census, blanks)
+                finally:
+                    release_blanks(blanks)
                 if not ok:
                     return
+                self.mark(f"cand:{s.name}")
             if not self.ch.gate(stage):  # the worker judges meanwhile; this process holds no GPU
                 return
+            self.mark(f"gate:{stage}")
         if self.compiler is not None and self.compiler.compiled:
             self.note(f"compile check: {self.compiler.compiled} distinct launch(es) compiled for CUDA "
                       f"sm_{SM} ({self.compiler.mode})")
         if self.s.get("timing_enabled") and self.device == "cuda":
             self.timing(plan, models)
+        if self.tracing and self.gpu_lock is not None and self.gpu_lock.holds:
+            self.ch.send({"type": "mark", "label": "holds", "holds": self.gpu_lock.holds[-MAX_HOLDS_TRACED:]})
         self.ch.send({"type": "done"})
 
     def import_and_build(self, path: str, plan: Plan) -> dict[str, torch.nn.Module] | None:
@@ -536,7 +609,8 @@ class Child:
             model = model.to(spec.dtype)
         return model
 
-    def call_candidate(self, model: torch.nn.Module, s: InputSet, tracker: LaunchTracker, census: OpCensus) -> bool:
+    def call_candidate(self, model: torch.nn.Module, s: InputSet, tracker: LaunchTracker, census: OpCensus,
+                       blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None) -> bool:
         stage = s.stage
         try:
             inputs = to_device(s.inputs, self.device)
@@ -563,7 +637,7 @@ class Child:
         try:
             outs = flatten_outputs(out)
             unchanged = len(inputs) == len(before) and all(same_bits(a, b) for a, b in zip(inputs, before))
-            metas, blobs = self.encode(outs)
+            metas, blobs = self.encode(outs, blanks)
         except BaseException as e:
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": _excerpt(e)})
@@ -582,6 +656,7 @@ class Child:
             ref_in = to_device(original.inputs, self.device)
             cand_in = to_device(original.inputs, self.device)
             with self.gpu_lock.alone() if self.gpu_lock else contextlib.nullcontext():
+                self.mark("timing_lock")
                 times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in),
                                   int(self.s.get("timing_warmup", 10)), int(self.s.get("timing_trials", 50)))
         except BaseException as e:
@@ -641,7 +716,9 @@ def mapped_input(desc: dict[str, Any]) -> Any:
     shape = tuple(desc["shape"])
     if desc.get("fd") is None:
         return torch.empty(shape, dtype=dtype)  # no elements
-    mm = mmap.mmap(inherited_fd(desc["fd"]), 0, prot=mmap.PROT_READ)
+    # mapped with its pages at once: faulting 4 KiB at a time costs ~10 ms per 32 MB on first use
+    mm = mmap.mmap(inherited_fd(desc["fd"]), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
+                   prot=mmap.PROT_READ)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "buffer is not writable": nothing writes it, copies are made
         return torch.frombuffer(mm, dtype=dtype).reshape(shape)
@@ -659,14 +736,21 @@ def _same_values(a: list[Any], b: list[Any]) -> bool:
     return True
 
 
+WARMED: dict[str, float] = {}  # in a spare: when its warm-up started and ended (for TRITONRL_TRACE)
+
+
 def warm_child(device: str) -> None:
     """What every child on this device does before anything of its job, done by a spare while it
-    waits for one (sandbox.Spare): on a GPU, create the CUDA context and the cuBLAS and cuDNN
-    handles (their GPU work under the shared GPU lock, like a candidate's). Nothing of it is a
-    candidate's or a reference's: the memory it used holds ones."""
+    waits for one (sandbox.Spare): on a GPU, create the CUDA context (as `Child.setup` does, outside
+    the GPU lock) and the cuBLAS and cuDNN handles (their GPU work under the shared lock, like a
+    candidate's). Nothing of it is a candidate's or a reference's: the memory it used holds ones."""
+    WARMED["spare_forked"] = time.monotonic()
     if device != "cuda":
         return
     torch.cuda.set_device(0)
+    torch.cuda.init()
+    torch.cuda.mem_get_info()  # the context exists from here on
+    WARMED["spare_context"] = time.monotonic()
     lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"]) if os.environ.get("TRITONRL_GPU_LOCK") else None
     try:
         with lock.shared() if lock is not None else contextlib.nullcontext(), torch.no_grad():
@@ -675,6 +759,7 @@ def warm_child(device: str) -> None:
             z = torch.nn.functional.conv2d(torch.ones(1, 4, 8, 8, device="cuda"), torch.ones(4, 4, 3, 3, device="cuda"))
             torch.cuda.synchronize()
             del x, y, z
+        WARMED["spare_warm"] = time.monotonic()
     finally:
         if lock is not None:
             lock.close()
@@ -698,7 +783,10 @@ def child_main(job: dict[str, Any], ch: ChildChannel) -> None:
 
 def _child_main(job: dict[str, Any], ch: ChildChannel) -> None:
     child = Child(job, ch)
+    for label, t in WARMED.items():
+        child.mark(label, t)
     child.setup()
+    child.mark("setup")
     with torch.no_grad():
         with child.gpu_section():
             plan = child.reference_phase()
