@@ -246,3 +246,11 @@ def test_an_untraced_verdict_has_no_trace(monkeypatch):
     with VerifierPool(VerifyConfig(timeout_s=60), workers=1, device="cpu", cache=False, progress=False) as pool:
         v = pool.verify(task("relu"), candidate("relu_ok"))
     assert v.correct and not [k for k in v.phases if k[0] in "@%|"]
+
+
+def test_no_memfd_ahead_is_no_failure(monkeypatch):
+    def refuse(nbytes):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(shared_blobs, "BlankBlob", refuse)
+    assert blanks_for([((1 << 20,), torch.float32)]) == {}  # encoding will make its own (or fail there)

@@ -117,7 +117,7 @@ class VerifyConfig:
     reference_cache_mb: int = 4096  # per worker, at most 1/4 of the machine's memory over the pool: tasks'
     # reference outputs and inputs kept for their next candidates
     prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next children (CUDA context) ahead
-    spare_children: int = 2  # how many children each worker keeps started ahead (with prestart_child on)
+    spare_children: int = 1  # how many children each worker keeps started ahead (with prestart_child on)
     cuda_connections: int = 2  # CUDA_DEVICE_MAX_CONNECTIONS of candidates' processes (0: the driver's 8); fewer
     # make each process's CUDA context cheaper to create, at the cost of concurrency between its streams
 

@@ -520,9 +520,10 @@ def inherited_fd(worker_fd: int) -> int:
 
 
 class SpareSlot:
-    """A worker's spares, oldest first: a job takes the oldest (the likeliest to be warm already),
-    and the slot is topped up at once so the next ones warm up meanwhile. With two, a run of short
-    candidates (each shorter than a spare's warm-up) does not leave the next job waiting for one."""
+    """A worker's spares (`verify.spare_children`), oldest first: a job takes the oldest (the
+    likeliest to be warm already), and the slot is topped up so the next ones warm up meanwhile.
+    More than one covers a run of candidates each shorter than a spare's warm-up, at the cost of a
+    CUDA context each (on the H200 two did not beat one once contexts were cheap: docs/PERFORMANCE.md)."""
 
     def __init__(self) -> None:
         self.spares: list[Spare] = []

@@ -168,7 +168,11 @@ def blanks_for(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> dict[int, li
     for shape, dtype in specs:
         nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
         if nbytes >= shared_blobs.SHARE_MIN_BYTES:
-            out.setdefault(nbytes, []).append(shared_blobs.BlankBlob(nbytes))
+            try:
+                blank = shared_blobs.BlankBlob(nbytes)
+            except OSError:
+                break  # no memory for it now: encoding makes its own, where a failure is the candidate's
+            out.setdefault(nbytes, []).append(blank)
     return out
 
 
