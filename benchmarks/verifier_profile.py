@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,11 +29,10 @@ CONFIGS = {
 
 
 def bare_cuda_seconds() -> dict:
-    code = ("import time; t0 = time.perf_counter(); import torch; t1 = time.perf_counter(); "
-            "torch.zeros(1, device='cuda'); torch.cuda.synchronize(); t2 = time.perf_counter(); "
-            "print(t1 - t0, t2 - t1)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.split()
-    return {"import_torch_s": float(out[0]), "cuda_context_s": float(out[1])}
+    from process_costs import start_seconds
+
+    bare = start_seconds("cuda")
+    return {"import_torch_s": bare["import_torch_s"], "cuda_context_s": bare["first_tensor_s"]}
 
 
 def main() -> None:

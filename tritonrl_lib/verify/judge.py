@@ -694,12 +694,19 @@ _BUILDERS: dict[str, NativeBuilder] = {}
 _REFERENCES = ReferenceCache(0)
 
 
-def memory_share_bytes() -> int | None:
-    """This worker's share of a quarter of the machine's memory (the pool's workers split it)."""
+@functools.cache
+def _memory_total() -> int | None:
     try:
         with open("/proc/meminfo") as f:
-            total = next(int(line.split()[1]) << 10 for line in f if line.startswith("MemTotal:"))
+            return next(int(line.split()[1]) << 10 for line in f if line.startswith("MemTotal:"))
     except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def memory_share_bytes() -> int | None:
+    """This worker's share of a quarter of the machine's memory (the pool's workers split it)."""
+    total = _memory_total()
+    if total is None:
         return None
     workers = max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
     return total // 4 // workers

@@ -442,14 +442,7 @@ class Spare:
 
     @classmethod
     def fork(cls, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None]) -> Spare:
-        c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock = _pipes()
-        pid = os.fork()
-        if pid == 0:  # ---- the spare: never returns
-            _spare_entry(entry, warm, c2w_w, w2c_r, child_sock)
-        os.close(c2w_w)
-        os.close(w2c_r)
-        if child_sock is not None:
-            child_sock.close()
+        pid, c2w_r, w2c_w, blob_sock = _fork(lambda out_fd, in_fd, sock: _spare_entry(entry, warm, out_fd, in_fd, sock))
         info = proc_table_entry(pid)
         return cls(pid, info.start if info else 0, c2w_r, w2c_w, blob_sock)
 
@@ -712,9 +705,7 @@ def run_sandboxed(
                     if kill_reason:
                         break
                     if final:
-                        # whatever of the candidate's still lives beside its own process is left behind
-                        leftover = len([p for p in descendants(me, proc_table(), apart)
-                                        if p.state != "Z" and p.pid != pid])
+                        leftover = _left_behind(me, pid, apart)
                         break
             if exit_status is None:
                 try:
@@ -726,7 +717,7 @@ def run_sandboxed(
             now = time.monotonic()
             if exit_status is not None and (eof or now - exited_at > 1.0):
                 # the child is gone; whatever still holds the pipe open is a process it left behind
-                leftover = len([p for p in descendants(me, proc_table(), apart) if p.state != "Z"])
+                leftover = _left_behind(me, pid, apart)
                 break
             if now - last_watch >= WATCH_EVERY_S:
                 last_watch = now
@@ -767,6 +758,11 @@ def run_sandboxed(
                           prestarted=launched is not None)
 
 
+def _left_behind(me: int, pid: int, apart: Collection[tuple[int, int]]) -> int:
+    """How many processes of a candidate live on beside its own process `pid` (ended or not)."""
+    return len([p for p in descendants(me, proc_table(), apart) if p.state != "Z" and p.pid != pid])
+
+
 def _with_mapped(sock: Any, header: dict[str, Any], inline: list[Any], reader: FrameReader) -> list[Any]:
     """The frame's blobs with its memfd-passed ones in place, counted against the transfer limit."""
     if not header.get("mapped"):
@@ -777,6 +773,20 @@ def _with_mapped(sock: Any, header: dict[str, Any], inline: list[Any], reader: F
         raise ProtocolError(str(e)) from None
     reader.total += sum(m[1] for m in header["mapped"])
     return blobs
+
+
+def _fork(run: Callable[[int, int, Any], None]) -> tuple[int, int, int, Any]:
+    """A child with its channel, running `run(out_fd, in_fd, blob socket)` (which never returns);
+    here: (pid, c2w_r, w2c_w, worker's blob socket)."""
+    c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock = _pipes()
+    pid = os.fork()
+    if pid == 0:  # ---- the child
+        run(c2w_w, w2c_r, child_sock)
+    os.close(c2w_w)
+    os.close(w2c_r)
+    if child_sock is not None:
+        child_sock.close()
+    return pid, c2w_r, w2c_w, blob_sock
 
 
 def _pipes() -> tuple[int, int, int, int, Any, Any]:
@@ -798,15 +808,8 @@ def _pipes() -> tuple[int, int, int, int, Any, Any]:
 
 def _fork_child(child_fn: Callable[[ChildChannel], None], workdir: str, log_path: str, limits: Limits,
                 inherit_fds: tuple[int, ...]) -> tuple[int, int, int, Any]:
-    c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock = _pipes()
-    pid = os.fork()
-    if pid == 0:  # ---- the child: never returns
-        _child_entry(child_fn, c2w_w, w2c_r, workdir, log_path, limits, child_sock, inherit_fds)
-    os.close(c2w_w)
-    os.close(w2c_r)
-    if child_sock is not None:
-        child_sock.close()
-    return pid, c2w_r, w2c_w, blob_sock
+    return _fork(lambda out_fd, in_fd, sock: _child_entry(child_fn, out_fd, in_fd, workdir, log_path, limits, sock,
+                                                          inherit_fds))
 
 
 def _isolate(keep: set[int]) -> None:

@@ -132,32 +132,23 @@ def send_blobs(sock: socket.socket | None, blobs: list[Any]) -> tuple[list[Any],
         return [_inline(b) for b in blobs], []
     inline, mapped = [], []
     for pos, blob in enumerate(blobs):
-        if isinstance(blob, SealedBlob):
-            try:
-                send_fds(sock, [blob.fd])
-            except OSError:
-                inline.append(_inline(blob))
+        if not isinstance(blob, SealedBlob):
+            view = memoryview(blob)
+            if view.nbytes < SHARE_MIN_BYTES:
+                inline.append(blob)
                 continue
-            blob.close()
-            mapped.append([pos, blob.nbytes])
-            continue
-        view = memoryview(blob)
-        if view.nbytes < SHARE_MIN_BYTES:
-            inline.append(blob)
-            continue
+            try:
+                blob = SealedBlob(sealed_copy(view), view.nbytes)
+            except OSError:
+                inline.append(blob)
+                continue
         try:
-            fd = sealed_copy(view)
+            send_fds(sock, [blob.fd])
         except OSError:
-            inline.append(blob)
+            inline.append(_inline(blob))
             continue
-        try:
-            send_fds(sock, [fd])
-        except OSError:
-            inline.append(blob)
-            continue
-        finally:
-            os.close(fd)
-        mapped.append([pos, view.nbytes])
+        blob.close()
+        mapped.append([pos, blob.nbytes])
     return inline, mapped
 
 

@@ -124,8 +124,8 @@ def _excerpt(exc: BaseException) -> str:
 # --------------------------------------------------------------------------- encoding
 
 
-def encode_outputs(outs: list[Any], seal: bool = False,
-                   blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None) -> tuple[list[dict[str, Any]], list[Any]]:
+def encode_outputs(outs: list[Any], seal: bool = False, blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None
+                   ) -> tuple[list[dict[str, Any]], list[Any]]:
     """Each output's description and raw bytes. With `seal` (a channel that passes memfds), outputs
     of SHARE_MIN_BYTES and more are copied from wherever they live (the GPU) straight into a sealed
     memfd, one copy instead of device -> host buffer -> memfd (shared_blobs.SealedBlob), into one of
@@ -236,13 +236,9 @@ class Child:
         original = getattr(JITFunction, "_do_compile", None)
         if original is None or self.gpu_lock is None:
             return
-        lock = self.gpu_lock
 
         def _do_compile(fn_self: Any, *args: Any, **kwargs: Any) -> Any:
-            if lock.held != "shared":
-                return original(fn_self, *args, **kwargs)
-            torch.cuda.synchronize()
-            with lock.released():
+            with self.off_gpu():
                 return original(fn_self, *args, **kwargs)
 
         JITFunction._do_compile = _do_compile
