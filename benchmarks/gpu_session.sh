@@ -18,6 +18,7 @@
 #                                      # (every candidate's points on one clock, the pool's timeline drawn)
 #   bash benchmarks/gpu_session.sh 8   # a spare's warm-up steps; GPU tests; the verifier benchmark traced (ours vs KernelBench's way,
 #                                      # timing stability, the pool's timeline)
+#   bash benchmarks/gpu_session.sh 9   # GPU tests; the whole verifier benchmark three times on one machine (traced)
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -119,6 +120,16 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
   log "verifier benchmark rc=$?"
   grep -h "ratio\|CV\|cand\|x\b\|MISSED\|\[ok\]" "$R/verifier.log" | tail -24 >> "$R/summary.txt"
   cp "$R"/*.png "$R"/*.json "$R"/*.md "$OUT/" 2>/dev/null
+  ;;
+9)
+  timeout 200 $PY -m pytest -q -m gpu tests/test_verify_pool.py tests/test_verify_compile.py -p no:cacheprovider \
+      > "$R/pytest_gpu.log" 2>&1; log "pytest -m gpu rc=$? $(tail -1 "$R/pytest_gpu.log")"
+  for i in 1 2 3; do  # the whole benchmark again on the same machine: how far the ratio moves run to run
+    [ "$(left 560)" -gt 120 ] || break
+    timeout $(left 560) $PY benchmarks/verifier.py --device cuda --trace --out "$R/run$i" > "$R/verifier$i.log" 2>&1
+    log "verifier benchmark $i rc=$? $(grep -h '^| ours\|^| KernelBench' "$R/run$i/verifier_cuda.md" | cut -d'|' -f2-5 | tr '\n' ' ')"
+  done
+  cp "$R"/run1/* "$OUT/" 2>/dev/null  # the others come back in phase9.tgz (a call returns a few files only)
   ;;
 esac
 log "phase $PHASE done"

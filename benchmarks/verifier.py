@@ -264,15 +264,32 @@ def kb_eval(task_file: str, cand_file: str, device: str) -> None:
 # --------------------------------------------------------------------------- timing stability (GPU)
 
 
+def gpu_state() -> dict:
+    """What else the GPU was doing, and its clocks, power and temperature (nvidia-smi), to tell a
+    noisy measurement from a disturbed machine."""
+    out: dict = {"load_average": os.getloadavg()[0]}
+    queries = {"gpu": ["--query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,utilization.gpu",
+                       "--format=csv,noheader"],
+               "compute_apps": ["--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"]}
+    for name, args in queries.items():
+        try:
+            out[name] = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True,
+                                       timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError) as e:
+            out[name] = f"unavailable: {e}"
+    return out
+
+
 def stability(pair: str, out_json: Path) -> dict:
     """Run the stability measurement in a fresh process (trusted code: a built-in task and its own
-    reference solution) and read its JSON."""
+    reference solution) and read its JSON, with the GPU's state before and after."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    before = gpu_state()
     p = subprocess.run([sys.executable, __file__, "--stability-eval", pair, "--stability-out", str(out_json)],
                        capture_output=True, text=True, env=env, timeout=600)
     if p.returncode != 0:
         raise RuntimeError(f"stability run failed:\n{p.stderr[-3000:]}")
-    return json.loads(out_json.read_text())
+    return {**json.loads(out_json.read_text()), "gpu_before": before, "gpu_after": gpu_state()}
 
 
 def stability_eval(pair: str, out_json: str) -> None:
@@ -458,6 +475,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(batch)} candidates, task size {size!r}", flush=True)
     load_start = os.getloadavg()[0]
     overrides = parse_overrides(args.set)
+    stab = None
+    if args.device == "cuda" and not args.ours_only:
+        # first, on a quiet GPU: nothing the batches below start can still be running then
+        stab = stability(args.pair, Path(tempfile.mkdtemp()) / "stability.json")
     if args.trace:
         os.environ["TRITONRL_TRACE"] = "1"  # the pool's workers and children inherit it
     ours, ours_warm, cold, warm, workers = run_ours(batch, args.device, args.workers, overrides)
@@ -484,9 +505,6 @@ def main(argv: list[str] | None = None) -> int:
             (Path(args.out) / f"verifier_{args.device}_ours_{name}.json").write_text(json.dumps(data, indent=2))
         return 0
     kb, kbc = run_kernelbench_way(batch, args.device, workers)
-    stab = None
-    if args.device == "cuda":
-        stab = stability(args.pair, Path(tempfile.mkdtemp()) / "stability.json")
     load = {"start": load_start, "end": os.getloadavg()[0]}
     data, text = report(batch, ours, ours_warm, cold, warm, kb, kbc, workers, args.device, stab, load)
     print(text)

@@ -214,7 +214,7 @@ def test_order_is_preserved_across_mixed_outcomes(pool):
 @pytest.mark.skipif(not gpu_available(), reason="needs a CUDA GPU")
 def test_gpu_path_times_and_checks():
     names = ["relu_ok", "adv_writes_nothing", "adv_mutates_input", "adv_segfault_oob", "adv_cache_launches",
-             "relu_ok"]
+             "relu_ok", "relu_wrong_in_half", "relu_ok"]
     with VerifierPool(VerifyConfig(timeout_s=180), workers=2, device="cuda", cache=False, progress=False) as pool:
         assert pool.device == "cuda"
         vs = pool.map(task("relu"), [candidate(n) for n in names])
@@ -228,6 +228,12 @@ def test_gpu_path_times_and_checks():
     assert vs[3].reason == "cuda_error", (vs[3].reason, vs[3].error[-500:])
     assert "cached_output" in vs[4].cheat_flags
     assert vs[5].correct  # the worker that saw a CUDA error went on (a fresh child per candidate)
+    # wrong only in the last full input set, which the worker compares while the candidate times:
+    # a failed full stage, no timing in the verdict, and the GPU lock it held for timing is free again
+    bad = vs[6]
+    assert not bad.correct and bad.reason.startswith("mismatch:dtype:") and bad.stage == "tiny", (bad.reason, bad.stage)
+    assert bad.speedup is None and not bad.timing and bad.reward < 0.7
+    assert vs[7].correct and vs[7].stage == "timing" and vs[7].speedup
     # all but the first two ran on a worker that had run this task: the reference phase came from
     # its cache, and the hostile candidates are still caught there
     assert all(v.phases.get("reference_cached") for v in vs[2:]), [v.phases for v in vs]

@@ -61,7 +61,7 @@ def _memfd(text: str) -> int:
     return fd
 
 
-def _no_warm() -> None:
+def _no_warm(job_waiting=None) -> None:
     pass
 
 
@@ -69,7 +69,7 @@ _KEPT: list[int] = []  # descriptors the warm-up opened and keeps, as the CUDA d
 
 
 def _warm_takes(numbers: list[int]):
-    def warm() -> None:
+    def warm(job_waiting=None) -> None:
         for n in numbers:  # the very numbers the worker's descriptors have: free here after isolation
             fd = os.open("/dev/zero", os.O_RDONLY)
             os.dup2(fd, n)
@@ -116,7 +116,7 @@ def test_a_spare_that_died_is_replaced_by_a_fresh_fork(tmp_path):
 
 def test_a_spare_that_does_not_take_its_job_in_time_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setattr(sandbox, "SPARE_WAIT_S", 0.5)
-    spare = Spare.fork(_probe, lambda: time.sleep(60))  # a warm-up that hangs
+    spare = Spare.fork(_probe, lambda _: time.sleep(60))  # a warm-up that hangs
     t0 = time.monotonic()
     out, seen, _ = _run(tmp_path, "slow", spare=spare, payload={"tag": "x"})
     assert out.kill_reason is None and seen[0]["pid"] != spare.pid
@@ -138,6 +138,30 @@ def test_the_next_spare_is_neither_counted_nor_killed_with_a_candidate(tmp_path)
         nxt.discard()
 
 
+def test_a_spare_warming_up_learns_that_its_job_waits(tmp_path):
+    """The warm-up may stop early once a job waits (stages.warm_child then leaves the cuBLAS and
+    cuDNN handles to the job): its probe says no until the job is sent, then yes."""
+    mark = tmp_path / "waiting"
+
+    def warm(job_waiting) -> None:
+        said = [job_waiting()]
+        deadline = time.monotonic() + 20
+        while not job_waiting() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        said.append(job_waiting())
+        mark.write_text(repr(said))
+
+    spare = Spare.fork(_probe, warm)
+    try:
+        time.sleep(0.3)
+        assert not mark.exists()  # no job yet: still asking
+        out, seen, _ = _run(tmp_path, "job", spare=spare, payload={"tag": "w"})
+        assert out.kill_reason is None and seen[0]["pid"] == spare.pid and seen[0]["payload"] == "w"
+        assert mark.read_text() == "[False, True]"
+    finally:
+        spare.discard()
+
+
 def _dumpable() -> int:
     import ctypes
 
@@ -149,7 +173,7 @@ def test_an_idle_spare_is_not_dumpable_and_its_job_is(tmp_path):
     candidate running beside it); once it holds its job it is as a fresh child (the worker reads
     its memory use)."""
     mark = tmp_path / "idle"
-    spare = Spare.fork(_probe, lambda: mark.write_text(str(_dumpable())))
+    spare = Spare.fork(_probe, lambda _: mark.write_text(str(_dumpable())))
     try:
         deadline = time.monotonic() + 10
         while not mark.exists() and time.monotonic() < deadline:

@@ -249,3 +249,138 @@ def test_a_free_worker_leaves_other_workers_tasks_to_them_while_it_has_a_choice(
     assert order == [2, 3, 0]  # b, then c (nobody's), then a: nothing else is left, so it runs a too
     assert [item[0] for item in pending] == [1, 4]
     assert _next_job(pending, mine, [mine, busy])[0] == 1  # now a is its own task as well
+
+
+def test_a_free_worker_takes_a_job_whose_reference_the_pool_holds_as_its_own():
+    mine, busy = (_Worker(slot=n, proc=None, conn=None) for n in range(2))  # type: ignore[arg-type]
+    busy.tasks["a"] = True
+    pending = collections.deque((i, {"task_source": src}, None) for i, src in enumerate("bab"))
+    # a was busy's alone; once the pool holds its record, a is as good as this worker's own
+    assert _next_job(pending, mine, [mine, busy], recorded=lambda job: job["task_source"] == "a")[0] == 1
+
+
+# --------------------------------------------------------------------------- shared between workers
+
+
+def _sealed_view(data: bytes) -> memoryview:
+    return shared_blobs.map_sealed(shared_blobs.sealed_copy(memoryview(data)), len(data))
+
+
+def _entry_in(cache: ReferenceCache, key: str) -> object:
+    out, alt, small, inp = b"\x01" * 3000, b"\x02" * 3000, b"\x03" * 10, b"\x04" * 5000
+    record = {"refs": {"original": {"stage": "full", "metas": [{"kind": "tensor"}], "magnitudes": [1.0],
+                                    "inputs": "x", "blobs": [_sealed_view(out), small], "alt": [_sealed_view(alt)]}},
+              "notes": ["tiny: n=4"], "models": {"digests": {"base": "d"}, "tiny_overrides": None},
+              "sets": [{"name": "original", "stage": "full", "model_key": "base", "out_specs": [[[3000], "uint8"]],
+                        "inputs": [{"kind": "tensor", "dtype": "uint8", "shape": [5000]}, {"kind": "value", "value": 3}],
+                        "blobs": [_sealed_view(inp)]}]}
+    return cache.put(key, record)
+
+
+def _through_a_socket(desc: dict, fds: list[int]) -> tuple[dict, list[int]]:
+    """send_record / recv_fds between two ends of a Connection, as between a worker and the pool."""
+    import socket
+    from multiprocessing.connection import Connection
+
+    from tritonrl_lib.verify.reference_cache import recv_fds, send_record
+
+    a, b = socket.socketpair()
+    ca, cb = Connection(a.detach()), Connection(b.detach())
+    try:
+        send_record(ca, {"type": "reference", "desc": desc}, fds)
+        msg = cb.recv()
+        return msg["desc"], recv_fds(cb, msg["nfds"])
+    finally:
+        ca.close()
+        cb.close()
+
+
+def test_a_record_goes_to_another_worker_as_the_same_sealed_files():
+    from tritonrl_lib.verify.reference_cache import export
+
+    mine, theirs = ReferenceCache(1 << 20), ReferenceCache(1 << 20)
+    entry = _entry_in(mine, "k")
+    desc, fds = export(entry)
+    assert len(fds) == 3  # the output, its float32 twin and the input: the small output goes as bytes
+    got_desc, got_fds = _through_a_socket(desc, fds)
+    adopted = theirs.adopt("k", got_desc, got_fds)
+    assert adopted is not None and adopted.nbytes == entry.nbytes and list(theirs.entries) == ["k"]
+    rec = adopted.refs["original"]
+    assert bytes(rec["blobs"][0]) == b"\x01" * 3000 and rec["blobs"][1] == b"\x03" * 10
+    assert bytes(rec["alt"][0]) == b"\x02" * 3000 and rec["magnitudes"] == [1.0] and adopted.notes == ["tiny: n=4"]
+    inputs = adopted.sets[0]["inputs"]
+    assert inputs[1] == {"kind": "value", "value": 3}
+    fd = inputs[0]["fd"]
+    assert fd in adopted.fds and os.pread(fd, 5000, 0) == b"\x04" * 5000
+    # the very file the first worker holds (no copy), still sealed: nobody can write it
+    assert os.fstat(fd).st_ino == os.fstat(entry.sets[0]["inputs"][0]["fd"]).st_ino
+    with pytest.raises(OSError):
+        os.pwrite(fd, b"x", 0)
+    assert all(_closed(f) for f in got_fds)  # every descriptor received was taken over or closed
+    mine.clear()
+    theirs.clear()
+    assert adopted.fds == []
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def test_a_record_whose_file_is_not_sealed_is_refused():
+    from tritonrl_lib.verify.reference_cache import export
+
+    mine, theirs = ReferenceCache(1 << 20), ReferenceCache(1 << 20)
+    desc, fds = export(_entry_in(mine, "k"))
+    open_file = os.memfd_create("writable")  # the right size, but anyone holding it could change it
+    os.ftruncate(open_file, 3000)
+    fds = [open_file, *fds[1:]]
+    got_desc, got_fds = _through_a_socket(desc, fds)
+    os.close(open_file)
+    assert theirs.adopt("k", got_desc, got_fds) is None and not theirs.entries
+    assert all(_closed(f) for f in got_fds)
+    # and a description that names a descriptor it did not bring
+    desc2, fds2 = export(mine.get("k"))
+    desc2["sets"][0]["inputs"][0]["fd"] = 7
+    got_desc, got_fds = _through_a_socket(desc2, fds2)
+    assert theirs.adopt("k", got_desc, got_fds) is None and all(_closed(f) for f in got_fds)
+    mine.clear()
+
+
+def test_the_pool_store_is_bounded_and_closes_what_it_drops():
+    from tritonrl_lib.verify.reference_cache import PoolStore
+
+    def fds(n: int) -> list[int]:
+        return [os.memfd_create("x") for _ in range(n)]
+
+    store = PoolStore(max_bytes=1000, max_fds=4)
+    a, b, c = fds(2), fds(2), fds(1)
+    assert store.put("gpu0", "a", {"nbytes": 400}, a) and store.put("gpu0", "b", {"nbytes": 400}, b)
+    assert store.has("gpu0", "a") and not store.has("gpu1", "a")  # one GPU's records are its own
+    assert store.get("gpu0", "a") is not None  # a is now the most recent
+    assert store.put("gpu0", "c", {"nbytes": 100}, c)  # 5 descriptors > 4: b (least recent) goes
+    assert not store.has("gpu0", "b") and all(_closed(f) for f in b)
+    big = fds(1)
+    assert not store.put("gpu0", "big", {"nbytes": 2000}, big) and _closed(big[0])  # never fits: closed
+    store.close()
+    assert all(_closed(f) for f in a + c)
+
+
+def test_a_worker_that_never_ran_a_task_gets_its_reference_phase_from_another():
+    t = task("relu")
+    names = ["relu_ok", "relu_wrong_math", "relu_ok", "relu_hardcoded_shape"]
+    with VerifierPool(VerifyConfig(timeout_s=60, reference_cache_mb=0), workers=1, device="cpu", cache=False,
+                      progress=False) as plain:
+        expected = [_summary(v) for v in plain.map(t, [case("candidates", n) for n in names])]
+    with VerifierPool(VerifyConfig(timeout_s=60), workers=2, device="cpu", cache=False, progress=False) as p:
+        first = p.verify(t, case("candidates", "relu_ok"))  # one worker starts and runs the reference phase
+        assert first.correct and not cached(first) and p._slots[1] is None
+        got = p.map(t, [case("candidates", n) for n in names])
+        second = p._slots[1]
+        assert second is not None and cache_key({"task_source": t.source, "device": "cpu",
+                                                 "settings": {"num_variations": 5}}) in second.ref_keys
+    assert [_summary(v) for v in got] == expected  # the same verdicts, wrong ones still wrong
+    assert all(cached(v) for v in got), [v.phases for v in got]  # nobody ran the reference phase again

@@ -115,7 +115,7 @@ class VerifyConfig:
     compile_check: str = "auto"  # auto (frontend on CPU) | frontend | full (to cubin for sm_90) | off
     verify_cache: bool = False  # reuse verdicts from disk, keyed by task, code and these settings
     reference_cache_mb: int = 4096  # per worker, at most 1/4 of the machine's memory over the pool: tasks'
-    # reference outputs and inputs kept for their next candidates
+    # reference outputs and inputs kept for their next candidates, handed between one GPU's workers by the pool
     prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next children (CUDA context) ahead
     spare_children: int = 1  # how many children each worker keeps started ahead (with prestart_child on)
     cuda_connections: int = 2  # CUDA_DEVICE_MAX_CONNECTIONS of candidates' processes (0: the driver's 8); fewer

@@ -30,7 +30,8 @@ import numpy as np
 
 from .compile_check import warm_full_pipeline
 from .native_builds import NativeBuilder
-from .reference_cache import ReferenceCache, cache_key
+from .reference_cache import ReferenceCache, cache_key, recv_fds, send_record
+from .reference_cache import export as export_reference
 from .reward import compute_reward
 from .sandbox import SPARES, Limits, SandboxOutcome, run_sandboxed
 from .timing import speedup_stats
@@ -703,13 +704,14 @@ def _memory_total() -> int | None:
         return None
 
 
-def memory_share_bytes() -> int | None:
+def memory_share_bytes(workers: int | None = None) -> int | None:
     """This worker's share of a quarter of the machine's memory (the pool's workers split it)."""
     total = _memory_total()
     if total is None:
         return None
-    workers = max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
-    return total // 4 // workers
+    if workers is None:
+        workers = int(os.environ.get("TRITONRL_POOL_WORKERS") or 1)
+    return total // 4 // max(1, workers)
 
 
 def _reference_cache(max_mb: int) -> ReferenceCache:
@@ -720,6 +722,30 @@ def _reference_cache(max_mb: int) -> ReferenceCache:
     if not _REFERENCES.max_bytes:
         _REFERENCES.clear()
     return _REFERENCES
+
+
+def share_reference(conn: Any, key: str, entry: Any) -> None:
+    """Hand a new record of this worker's reference cache to the pool, for the other workers of
+    this GPU (reference_cache.PoolStore); a failure only means they run that reference phase too."""
+    exported = export_reference(entry)
+    if exported is None:
+        return
+    desc, fds = exported
+    try:
+        send_record(conn, {"type": "reference", "key": key, "desc": desc}, fds)
+    except (OSError, ValueError):
+        pass
+
+
+def adopt_reference(conn: Any, msg: dict[str, Any]) -> None:
+    """A record from the pool (another worker's, see share_reference) into this worker's cache."""
+    fds = recv_fds(conn, int(msg.get("nfds") or 0))
+    _reference_cache(int(msg.get("max_mb") or 0)).adopt(str(msg.get("key")), msg.get("desc") or {}, fds)
+
+
+def reference_keys() -> list[str]:
+    """The keys this worker's reference cache holds now (the pool's picture of it)."""
+    return list(_REFERENCES.entries)
 
 
 def _builder(base_dir: str) -> NativeBuilder:
@@ -802,8 +828,9 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | 
         verdict = judge.finalize(outcome)
         if entry is None and refs.max_bytes:
             record = judge.reference_record()
-            if record is not None:
-                refs.put(key, record)
+            stored = refs.put(key, record) if record is not None else None
+            if stored is not None and conn is not None:
+                share_reference(conn, key, stored)
         return verdict
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

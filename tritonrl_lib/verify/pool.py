@@ -28,13 +28,16 @@ import threading
 import time
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
 from .compile_check import resolve_mode
+from . import shared_blobs
 from .gpu_lock import lock_path
+from .judge import memory_share_bytes
+from .reference_cache import PoolStore, cache_key, recv_fds, send_record
 from .sandbox import kill_tree
 from .verdict import Verdict
 
@@ -94,23 +97,27 @@ class _Worker:
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
+    ref_keys: set = dataclasses.field(default_factory=set)  # what its reference cache holds (reference_cache.py)
 
 
 AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
 
 
-def _next_job(pending: collections.deque, w: _Worker,
-              others: Sequence[_Worker] = ()) -> tuple[int, dict[str, Any], str | None]:
-    """The first pending job of a task this worker ran lately (its reference phase is in the
-    worker's cache: reference_cache.py), else the first of a task no other worker ran lately
-    (whoever takes it runs its reference phase anyway), else the first pending job; order of
-    results is kept by index, so only the order of work changes."""
-    if w.tasks:
-        for n, item in enumerate(pending):
-            if item[1]["task_source"] in w.tasks:
-                del pending[n]
-                w.tasks.move_to_end(item[1]["task_source"])
-                return item
+def _next_job(pending: collections.deque, w: _Worker, others: Sequence[_Worker] = (),
+              recorded: Callable[[dict[str, Any]], bool] = lambda job: False
+              ) -> tuple[int, dict[str, Any], str | None]:
+    """The first pending job of a task this worker ran lately or whose reference phase the pool
+    holds (`recorded`: either way the worker skips it, reference_cache.py), else the first of a task
+    no other worker ran lately (whoever takes it runs its reference phase anyway), else the first
+    pending job; order of results is kept by index, so only the order of work changes."""
+    for n, item in enumerate(pending):
+        if item[1]["task_source"] in w.tasks or recorded(item[1]):
+            del pending[n]
+            w.tasks[item[1]["task_source"]] = True
+            w.tasks.move_to_end(item[1]["task_source"])
+            while len(w.tasks) > AFFINITY_TASKS:
+                w.tasks.popitem(last=False)
+            return item
     theirs = [o.tasks for o in others if o is not w]
     pick = next((n for n, item in enumerate(pending)
                  if not any(item[1]["task_source"] in t for t in theirs)), 0)
@@ -120,6 +127,27 @@ def _next_job(pending: collections.deque, w: _Worker,
     while len(w.tasks) > AFFINITY_TASKS:
         w.tasks.popitem(last=False)
     return item
+
+
+def _pool_store(max_mb: int) -> PoolStore | None:
+    """The pool's store of reference records: at most `max_mb` and a quarter of the machine's memory
+    (the workers' shares together: the store keeps their files, it holds no copy), and a quarter of
+    the descriptors this process may open (the soft limit raised where it is low)."""
+    if max_mb <= 0 or not shared_blobs.supported():
+        return None
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+        if soft != resource.RLIM_INFINITY and soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
+    except (ImportError, ValueError, OSError):
+        max_fds = 256
+    share = memory_share_bytes(workers=1)
+    return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
 
 class VerifierPool:
@@ -151,6 +179,8 @@ class VerifierPool:
             self.cache = None
         self._closed = False
         self.restarts = 0
+        # workers' records, shared per GPU: as much as the workers' caches hold together
+        self._references = _pool_store(self.config.reference_cache_mb * self.size)
         self.python = sys.executable  # the interpreter workers run in
         self._lock = threading.Lock()  # one map at a time (callers on several threads take turns)
 
@@ -231,6 +261,8 @@ class VerifierPool:
         if self._closed:
             return
         self._closed = True
+        if self._references is not None:
+            self._references.close()
         workers = [w for w in self._slots if w is not None]
         self._slots = [None] * self.size
         for w in workers:  # ask every idle worker to stop first, so they wind down in parallel
@@ -319,11 +351,13 @@ class VerifierPool:
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
                 if w.job_index is None:
-                    i, job, key = _next_job(pending, w, [o for o in self._slots if o is not None])
+                    i, job, key = _next_job(pending, w, [o for o in self._slots if o is not None],
+                                            lambda job, w=w: self._recorded(w, job))
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
                     sent_at[i] = w.job_started
                     try:
+                        self._offer_reference(w, job)
                         # how many wait behind it: workers start spare children only for jobs to come
                         w.conn.send({"type": "job", "id": i, "job": job, "queued": len(pending)})
                     except (OSError, ValueError):
@@ -353,8 +387,15 @@ class VerifierPool:
                         raise VerifierError(f"verifier workers cannot start ({self._start_failures} tries):\n{err}")
                 elif kind == "started":
                     w.child_pid = msg.get("child")
+                elif kind == "reference":
+                    try:
+                        self._keep_reference(w, msg)
+                    except (OSError, ValueError):
+                        yield from self._lost(w, busy, "the verifier worker's reference record broke off")
                 elif kind == "result" and msg.get("id") == w.job_index:
                     w.spare_pids = [p for p in msg.get("spares") or [] if isinstance(p, int)]
+                    if isinstance(msg.get("ref_keys"), list):
+                        w.ref_keys = {k for k in msg["ref_keys"] if isinstance(k, str)}
                     i = w.job_index
                     w.job_index = None
                     job, _ = busy.pop(i)
@@ -375,6 +416,42 @@ class VerifierPool:
                     what = "answered nothing" if w.ready else "did not start"
                     yield from self._lost(w, busy, f"the verifier worker {what} within {limit:.0f} s",
                                           requeue=not w.ready, pending=pending)
+
+    # ---------------------------------------------------------------- reference phases shared
+
+    def _scope(self, w: _Worker) -> str:
+        """Workers that may share reference records: those of one GPU (outputs are the device's)."""
+        return self._gpu_ids[w.slot] if self.device == "cuda" else "cpu"
+
+    def _recorded(self, w: _Worker, job: dict[str, Any]) -> bool:
+        if self._references is None or not job["settings"].get("reference_cache_mb"):
+            return False
+        key = job.setdefault("reference_key", cache_key(job))  # hashed once per job
+        return key in w.ref_keys or self._references.has(self._scope(w), key)
+
+    def _offer_reference(self, w: _Worker, job: dict[str, Any]) -> None:
+        """Send the worker the pool's record of this job's reference phase if it lacks one."""
+        if self._references is None or not job["settings"].get("reference_cache_mb"):
+            return
+        key = job.setdefault("reference_key", cache_key(job))
+        rec = self._references.get(self._scope(w), key) if key not in w.ref_keys else None
+        if rec is None:
+            return
+        desc, fds = rec
+        send_record(w.conn, {"type": "reference", "key": key, "desc": desc,
+                             "max_mb": int(job["settings"]["reference_cache_mb"])}, fds)
+        w.ref_keys.add(key)
+
+    def _keep_reference(self, w: _Worker, msg: dict[str, Any]) -> None:
+        """A worker's new record (its descriptors follow the message) into the pool's store."""
+        fds = recv_fds(w.conn, int(msg.get("nfds") or 0))
+        key, desc = msg.get("key"), msg.get("desc")
+        if self._references is None or not isinstance(key, str) or not isinstance(desc, dict):
+            for fd in fds:
+                os.close(fd)
+            return
+        self._references.put(self._scope(w), key, desc, fds)
+        w.ref_keys.add(key)
 
     def _lost(self, w: _Worker, busy: dict, why: str, requeue: bool = False,
               pending: collections.deque | None = None) -> Iterable[tuple[int, Verdict]]:

@@ -169,7 +169,16 @@ class ChildChannel:
 
     def gate(self, stage: str) -> bool:
         """Ask the worker whether to go on after `stage`; False (or a closed pipe) means stop."""
+        self.ask(stage)
+        return self.answer()
+
+    def ask(self, stage: str) -> None:
+        """The gate's question alone: the worker judges what came before it while this process
+        goes on with work that sends nothing (it ends this process at once if that judgement fails)."""
         self.send({"type": "gate", "stage": stage})
+
+    def answer(self) -> bool:
+        """The worker's answer to the last `ask`: True to go on."""
         try:
             answer = os.read(self.in_fd, 1)
         except OSError:
@@ -423,7 +432,8 @@ class Spare:
     creating its CUDA context: ~0.4 s) overlaps the candidate before it.
 
     Until it is handed a job it has run no candidate code and holds no job data: it isolates
-    itself as every child does (`_isolate`), runs `warm()`, and waits, not dumpable (no process
+    itself as every child does (`_isolate`), runs `warm(job_waiting)` (it may stop early once a job
+    waits: `job_waiting()` says so), and waits, not dumpable (no process
     of its user can trace it or open its descriptors). `hand_over` sends the job (pickled: it goes
     from the trusted side to the untrusted one) and the descriptors the child inherits, which
     `inherited_fd` finds by the worker's numbers; the spare says it accepted, enters the job
@@ -441,7 +451,7 @@ class Spare:
         return self.pid, self.start
 
     @classmethod
-    def fork(cls, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None]) -> Spare:
+    def fork(cls, entry: Callable[[Any, ChildChannel], None], warm: Callable[[Callable[[], bool]], None]) -> Spare:
         pid, c2w_r, w2c_w, blob_sock = _fork(lambda out_fd, in_fd, sock: _spare_entry(entry, warm, out_fd, in_fd, sock))
         info = proc_table_entry(pid)
         return cls(pid, info.start if info else 0, c2w_r, w2c_w, blob_sock)
@@ -528,7 +538,7 @@ class SpareSlot:
     def take(self) -> Spare | None:
         return self.spares.pop(0) if self.spares else None
 
-    def refill(self, entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None],
+    def refill(self, entry: Callable[[Any, ChildChannel], None], warm: Callable[[Callable[[], bool]], None],
                count: int = 1) -> list[Spare]:
         """Top up to `count` spares (never fewer than are waiting); returns those waiting now."""
         while len(self.spares) < count:
@@ -547,7 +557,8 @@ class SpareSlot:
 SPARES = SpareSlot()
 
 
-def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[], None], out_fd: int, in_fd: int,
+def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[Callable[[], bool]], None],
+                 out_fd: int, in_fd: int,
                  blob_sock: Any) -> None:
     code = 0
     accepted = False
@@ -559,7 +570,7 @@ def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[], 
             os.dup2(null_fd, fd)
         os.close(null_fd)
         try:
-            warm()
+            warm(lambda: bool(select.select([in_fd], [], [], 0)[0]))  # its argument: is a job waiting?
         except BaseException:
             pass  # the job's own set-up meets the same failure and reports it
         launch = _read_launch(in_fd)
@@ -965,7 +976,7 @@ def worker_main(fd: int, device: str) -> None:
 
     signal.signal(signal.SIGTERM, terminate)
     conn.send({"type": "ready", "pid": os.getpid(), "base": base})
-    from .judge import run_job
+    from .judge import adopt_reference, reference_keys, run_job
     from .sandbox import SPARES  # the package's copy, which run_job fills (this file runs as __main__)
 
     idle_s = float(os.environ.get("TRITONRL_SPARE_IDLE_S") or SPARE_IDLE_S)
@@ -980,6 +991,12 @@ def worker_main(fd: int, device: str) -> None:
                 break
             if not isinstance(msg, dict) or msg.get("type") == "stop":
                 break
+            if msg.get("type") == "reference":  # another worker's reference phase, for the job that follows
+                try:
+                    adopt_reference(conn, msg)
+                except (OSError, ValueError):
+                    break  # the pool's end is broken: it notices and replaces this worker
+                continue
             if msg.get("type") != "job":
                 continue
             job = msg["job"]
@@ -990,7 +1007,7 @@ def worker_main(fd: int, device: str) -> None:
                            "error": traceback.format_exc()[-4000:]}
             try:
                 conn.send({"type": "result", "id": msg["id"], "verdict": verdict,
-                           "spares": SPARES.pids})
+                           "spares": SPARES.pids, "ref_keys": reference_keys()})
             except (OSError, ValueError):
                 break
     finally:

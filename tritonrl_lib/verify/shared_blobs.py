@@ -219,25 +219,38 @@ def _receive_one(sock: socket.socket, size: int) -> memoryview:
     for extra in fds[1:]:
         os.close(extra)
     fd = fds[0]
+    if msg != FD_TAG:
+        os.close(fd)
+        raise MappedBlobError("unexpected message on the descriptor channel")
+    return map_sealed(fd, size)
+
+
+def check_sealed(fd: int, size: int) -> None:
+    """Raise MappedBlobError unless `fd` is a memory file of `size` bytes sealed against any change."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise MappedBlobError("a mapped blob is not a memory file")
     try:
-        if msg != FD_TAG:
-            raise MappedBlobError("unexpected message on the descriptor channel")
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise MappedBlobError("a mapped blob is not a memory file")
-        try:
-            seals = fcntl.fcntl(fd, _F_GET_SEALS)
-        except OSError as e:
-            if e.errno == errno.EINVAL:
-                raise MappedBlobError("a mapped blob is not a sealable memory file") from None
-            raise MappedBlobError(f"reading a mapped blob's seals failed: {e}") from None
-        if seals & _SEALS != _SEALS:
-            raise MappedBlobError("a mapped blob is not sealed against writing")
-        if info.st_size != size:
-            raise MappedBlobError(f"a mapped blob holds {info.st_size} bytes, {size} were announced")
+        seals = fcntl.fcntl(fd, _F_GET_SEALS)
+    except OSError as e:
+        if e.errno == errno.EINVAL:
+            raise MappedBlobError("a mapped blob is not a sealable memory file") from None
+        raise MappedBlobError(f"reading a mapped blob's seals failed: {e}") from None
+    if seals & _SEALS != _SEALS:
+        raise MappedBlobError("a mapped blob is not sealed against writing")
+    if info.st_size != size:
+        raise MappedBlobError(f"a mapped blob holds {info.st_size} bytes, {size} were announced")
+
+
+def map_sealed(fd: int, size: int, populate: bool = True) -> memoryview:
+    """A read-only view of the sealed memory file `fd` (checked: check_sealed), which the view's
+    mapping owns from here on (a ReceivedBlob); closed here if it fails the check. `populate` maps
+    every page now (what a comparison reads next); without it pages map as they are first read."""
+    try:
+        check_sealed(fd, size)
         if size == 0:
             return memoryview(b"")
-        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
         mm = ReceivedBlob(fd, size, flags=flags, prot=mmap.PROT_READ)
         mm.sealed_fd, fd = fd, -1  # the mapping owns it now
         return memoryview(mm)

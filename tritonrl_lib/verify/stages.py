@@ -9,11 +9,13 @@ overwritten here). Only then (`ref_done`) is the candidate imported and run:
               reference state_dict where names and shapes match
     tiny      the task at shrunk sizes
     full      original inputs and variations (scaled x2, another seed, larger shape, another dtype)
-    timing    GPU only, after the worker says every output was right
+    timing    GPU only; the worker compares the last full outputs meanwhile and its verdict
+              counts the timing only if every output was right (a wrong one ends the process)
 
 Each candidate call runs under a fresh copy of its inputs, with the allocator poisoned, the launch
 tracker and op census active; its outputs and those facts go to the worker, which judges. After
-tiny and after full the child asks the worker (a gate) whether to go on.
+tiny and after full the child asks the worker (a gate) whether to go on; after full, on a GPU, it
+times while the worker answers, and reads the answer before it reports the timing.
 
 On the CPU every kernel launch is also compiled for CUDA before the interpreter runs it
 (compile_check.py), as a GPU compiles it at its first launch: a launch that does not compile ends
@@ -34,7 +36,7 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -558,14 +560,20 @@ class Child:
                 if not ok:
                     return
                 self.mark(f"cand:{s.name}")
+            if stage == "full" and self.timing_wanted():
+                # the worker compares the last outputs while this process times: timing sends nothing
+                # before the answer, and a wrong output ends this process where it is (GPU lock and all)
+                self.ch.ask(stage)
+                break
             if not self.ch.gate(stage):  # the worker judges meanwhile; this process holds no GPU
                 return
             self.mark(f"gate:{stage}")
         if self.compiler is not None and self.compiler.compiled:
             self.note(f"compile check: {self.compiler.compiled} distinct launch(es) compiled for CUDA "
                       f"sm_{SM} ({self.compiler.mode})")
-        if self.s.get("timing_enabled") and self.device == "cuda":
-            self.timing(plan, models)
+        if self.timing_wanted():
+            if not self.timing(plan, models):
+                return
         if self.tracing and self.gpu_lock is not None and self.gpu_lock.holds:
             self.ch.send({"type": "mark", "label": "holds", "holds": self.gpu_lock.holds[-MAX_HOLDS_TRACED:]})
         self.ch.send({"type": "done"})
@@ -647,7 +655,12 @@ class Child:
                       "ops": dict(census.ops), "inputs_unchanged": bool(unchanged)}, blobs)
         return True
 
-    def timing(self, plan: Plan, models: dict[str, torch.nn.Module]) -> None:
+    def timing_wanted(self) -> bool:
+        return bool(self.s.get("timing_enabled")) and self.device == "cuda"
+
+    def timing(self, plan: Plan, models: dict[str, torch.nn.Module]) -> bool:
+        """Time the candidate against the reference, the full stage's gate asked and not yet
+        answered; False where that answer is no (nothing more is sent then)."""
         from .timing import time_pair
 
         original = next(s for s in plan.sets if s.name == "original")
@@ -659,12 +672,19 @@ class Child:
                 self.mark("timing_lock")
                 times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in),
                                   int(self.s.get("timing_warmup", 10)), int(self.s.get("timing_trials", 50)))
+            failure = None
         except BaseException as e:
-            self.ch.send({"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": _excerpt(e)})
-            return
+            failure = {"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": _excerpt(e)}
+        if not self.ch.answer():
+            return False
+        self.mark("judged")
+        if failure is not None:
+            self.ch.send(failure)
+            return False
         self.ch.send({"type": "timing", "ref_ms": times["ref"], "cand_ms": times["cand"],
                       "device_name": torch.cuda.get_device_name(0),
                       "gpu_wait_s": self.gpu_lock.waited_alone_s if self.gpu_lock else 0.0})
+        return True
 
 
 def _mean_abs(out: Any) -> float:
@@ -739,11 +759,13 @@ def _same_values(a: list[Any], b: list[Any]) -> bool:
 WARMED: dict[str, float] = {}  # in a spare: when its warm-up started and ended (for TRITONRL_TRACE)
 
 
-def warm_child(device: str) -> None:
+def warm_child(device: str, job_waiting: Callable[[], bool] = lambda: False) -> None:
     """What every child on this device does before anything of its job, done by a spare while it
     waits for one (sandbox.Spare): on a GPU, create the CUDA context (as `Child.setup` does, outside
     the GPU lock) and the cuBLAS and cuDNN handles (their GPU work under the shared lock, like a
-    candidate's). Nothing of it is a candidate's or a reference's: the memory it used holds ones."""
+    candidate's). Nothing of it is a candidate's or a reference's: the memory it used holds ones.
+    The handles are made at first use anyway, so once a job waits (`job_waiting()`) they are left
+    to it: most tasks need neither, and making them can wait on the GPU lock behind a timer."""
     WARMED["spare_forked"] = time.monotonic()
     if device != "cuda":
         return
@@ -751,6 +773,8 @@ def warm_child(device: str) -> None:
     torch.cuda.init()
     torch.cuda.mem_get_info()  # the context exists from here on
     WARMED["spare_context"] = time.monotonic()
+    if job_waiting():
+        return
     lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"]) if os.environ.get("TRITONRL_GPU_LOCK") else None
     try:
         with lock.shared() if lock is not None else contextlib.nullcontext(), torch.no_grad():
