@@ -19,6 +19,7 @@
 #   bash benchmarks/gpu_session.sh 8   # a spare's warm-up steps; GPU tests; the verifier benchmark traced (ours vs KernelBench's way,
 #                                      # timing stability, the pool's timeline)
 #   bash benchmarks/gpu_session.sh 9   # GPU tests; the whole verifier benchmark three times on one machine (traced)
+#   bash benchmarks/gpu_session.sh 10  # our pool alone, settings alternating (ABLATE="key=value key=value")
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -130,6 +131,15 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
     log "verifier benchmark $i rc=$? $(grep -h '^| ours\|^| KernelBench' "$R/run$i/verifier_cuda.md" | cut -d'|' -f2-5 | tr '\n' ' ')"
   done
   cp "$R"/run1/* "$OUT/" 2>/dev/null  # the others come back in phase9.tgz (a call returns a few files only)
+  ;;
+10)
+  # an ablation, runs alternating on one machine: ABLATE="spare_children=1 spare_children=2" (default)
+  for i in 1 2; do for setting in ${ABLATE:-spare_children=1 spare_children=2}; do
+    [ "$(left 560)" -gt 60 ] || break 2
+    timeout $(left 560) $PY benchmarks/verifier.py --device cuda --ours-only --trace --set "$setting" \
+        --out "$R/abl$i" > "$R/abl_${setting}_$i.log" 2>&1
+    log "ours $setting rc=$? $(grep '^ours' "$R/abl_${setting}_$i.log")"
+  done; done
   ;;
 esac
 log "phase $PHASE done"

@@ -423,17 +423,23 @@ class VerifierPool:
         """Workers that may share reference records: those of one GPU (outputs are the device's)."""
         return self._gpu_ids[w.slot] if self.device == "cuda" else "cpu"
 
+    @staticmethod
+    def _reference_key(job: dict[str, Any]) -> str:
+        if "reference_key" not in job:  # hashed once per job (the worker ignores it)
+            job["reference_key"] = cache_key(job)
+        return job["reference_key"]
+
     def _recorded(self, w: _Worker, job: dict[str, Any]) -> bool:
         if self._references is None or not job["settings"].get("reference_cache_mb"):
             return False
-        key = job.setdefault("reference_key", cache_key(job))  # hashed once per job
+        key = self._reference_key(job)
         return key in w.ref_keys or self._references.has(self._scope(w), key)
 
     def _offer_reference(self, w: _Worker, job: dict[str, Any]) -> None:
         """Send the worker the pool's record of this job's reference phase if it lacks one."""
         if self._references is None or not job["settings"].get("reference_cache_mb"):
             return
-        key = job.setdefault("reference_key", cache_key(job))
+        key = self._reference_key(job)
         rec = self._references.get(self._scope(w), key) if key not in w.ref_keys else None
         if rec is None:
             return
