@@ -123,6 +123,8 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
   cp "$R"/*.png "$R"/*.json "$R"/*.md "$OUT/" 2>/dev/null
   ;;
 9)
+  timeout 100 $PY benchmarks/compare_chunks.py > "$R/compare_chunks.md" 2>&1; log "compare_chunks rc=$?"
+  cat "$R/compare_chunks.md" >> "$R/summary.txt"
   timeout 200 $PY -m pytest -q -m gpu tests/test_verify_pool.py tests/test_verify_compile.py -p no:cacheprovider \
       > "$R/pytest_gpu.log" 2>&1; log "pytest -m gpu rc=$? $(tail -1 "$R/pytest_gpu.log")"
   for i in 1 2 3; do  # the whole benchmark again on the same machine: how far the ratio moves run to run
