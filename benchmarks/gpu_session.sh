@@ -20,6 +20,7 @@
 #                                      # timing stability, the pool's timeline)
 #   bash benchmarks/gpu_session.sh 9   # GPU tests; the whole verifier benchmark three times on one machine (traced)
 #   bash benchmarks/gpu_session.sh 10  # our pool alone, settings alternating (ABLATE="key=value key=value")
+#   bash benchmarks/gpu_session.sh 11  # timing stability on an idle machine and with every CPU busy
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -133,6 +134,10 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
     log "verifier benchmark $i rc=$? $(grep -h '^| ours\|^| KernelBench' "$R/run$i/verifier_cuda.md" | cut -d'|' -f2-5 | tr '\n' ' ')"
   done
   cp "$R"/run1/* "$OUT/" 2>/dev/null  # the others come back in phase9.tgz (a call returns a few files only)
+  ;;
+11)
+  timeout 400 $PY benchmarks/timing_under_load.py --out "$R" > "$R/timing_under_load.md" 2>&1
+  log "timing_under_load rc=$?"; cat "$R/timing_under_load.md" >> "$R/summary.txt"
   ;;
 10)
   # an ablation, runs alternating on one machine: ABLATE="spare_children=1 spare_children=2" (default)
