@@ -135,6 +135,23 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
   done
   cp "$R"/run1/* "$OUT/" 2>/dev/null  # the others come back in phase9.tgz (a call returns a few files only)
   ;;
+12)
+  # timing stability right after a burst of candidates' processes, and again after 30 s idle (the GPU's
+  # clocks, power and use sampled every 200 ms meanwhile: smi.csv)
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu \
+      --format=csv -lms 200 > "$R/smi.csv" 2>&1 &
+  SMI=$!
+  stab() { timeout 120 $PY benchmarks/verifier.py --stability-eval softmax --stability-out "$R/$1.json" >/dev/null 2>&1
+    $PY -c "import json; d=json.load(open('$R/$1.json')); print('$1', 'CV %.2f%%' % (d['ours']['cv'] * 100), 'naive %.2f%%' % (d['naive']['cv'] * 100), [round(x, 3) for x in d['ours']['speedups']])"; }
+  for i in 1 2 3; do
+    [ "$(left 560)" -gt 90 ] || break
+    timeout 120 $PY benchmarks/verifier.py --device cuda --ours-only --out "$R/load$i" > /dev/null 2>&1
+    log "$(stab busy$i)"
+    sleep 30
+    log "$(stab idle$i)"
+  done
+  kill $SMI
+  ;;
 11)
   timeout 400 $PY benchmarks/timing_under_load.py --out "$R" > "$R/timing_under_load.md" 2>&1
   log "timing_under_load rc=$?"; cat "$R/timing_under_load.md" >> "$R/summary.txt"

@@ -321,11 +321,16 @@ def stability_eval(pair: str, out_json: str) -> None:
     torch.manual_seed(KB_SEED)
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in tm.get_inputs()]
     cfg = VerifyConfig()
-    ours, naive = [], []
+    ours, naive, sides = [], [], []
     with torch.no_grad():
         for _ in range(STABILITY_REPEATS):
             t = time_pair(lambda: ref(*inputs), lambda: new(*inputs), cfg.timing_warmup, cfg.timing_trials)
-            ours.append(speedup_stats(t["ref"], t["cand"], cfg.timing_trim)["speedup"])
+            st = speedup_stats(t["ref"], t["cand"], cfg.timing_trim)
+            ours.append(st["speedup"])
+            # each side's trimmed mean and median, and when: which side moved in a repeat that is off
+            sides.append({"t": time.monotonic(), **{f"{k}_{m}": st[side][f"{m}_ms"] for k, side in
+                                                     (("ref", "reference"), ("cand", "candidate"))
+                                                     for m in ("trimmed_mean", "median")}})
             r = naive_event_times(lambda: ref(*inputs), trials=10)
             c = naive_event_times(lambda: new(*inputs), trials=10)
             naive.append(statistics.fmean(r) / statistics.fmean(c))
@@ -337,7 +342,7 @@ def stability_eval(pair: str, out_json: str) -> None:
         "pair": pair, "device": torch.cuda.get_device_name(0), "repeats": STABILITY_REPEATS,
         "ours": {"method": f"warmup {cfg.timing_warmup}, {cfg.timing_trials} interleaved trials, L2 flushed, "
                            f"{cfg.timing_trim:.0%} trimmed mean, device sync inside the timed region",
-                 "speedups": ours, "mean": statistics.fmean(ours), "cv": cv(ours)},
+                 "speedups": ours, "mean": statistics.fmean(ours), "cv": cv(ours), "repeats": sides},
         "naive": {"method": "10 CUDA-event trials, no flush, no interleaving", "speedups": naive,
                   "mean": statistics.fmean(naive), "cv": cv(naive)},
     }, indent=2))
