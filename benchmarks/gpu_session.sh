@@ -21,6 +21,8 @@
 #   bash benchmarks/gpu_session.sh 9   # GPU tests; the whole verifier benchmark three times on one machine (traced)
 #   bash benchmarks/gpu_session.sh 10  # our pool alone, settings alternating (ABLATE="key=value key=value")
 #   bash benchmarks/gpu_session.sh 11  # timing stability on an idle machine and with every CPU busy
+#   bash benchmarks/gpu_session.sh 12  # timing stability right after a batch and after 30 s idle
+#   bash benchmarks/gpu_session.sh 13  # timing variants (head start, end before sync) after a batch
 #
 # Results land in $OUT (or ./gpu_results) as phaseN.tgz plus phaseN.txt (the summary lines).
 # On a machine of our own, `make run` / the commands inside each phase are what to type.
@@ -151,6 +153,15 @@ print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() -
     log "$(stab idle$i)"
   done
   kill $SMI
+  ;;
+13)
+  # the timing variants (benchmarks/timing_variants.py) after a batch of our pool, three rounds
+  for i in 1 2 3; do
+    [ "$(left 560)" -gt 100 ] || break
+    timeout 120 $PY benchmarks/verifier.py --device cuda --ours-only --out "$R/load$i" > /dev/null 2>&1
+    timeout 150 $PY benchmarks/timing_variants.py --out "$R/variants$i" > "$R/variants$i.txt" 2>&1
+    log "variants round $i rc=$?"; head -4 "$R/variants$i.txt" >> "$R/summary.txt"
+  done
   ;;
 11)
   timeout 400 $PY benchmarks/timing_under_load.py --out "$R" > "$R/timing_under_load.md" 2>&1

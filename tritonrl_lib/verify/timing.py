@@ -3,8 +3,8 @@
 Measurement (inside the candidate's process, GPU only): warm both up, then for every trial flush
 the L2 cache (write a buffer larger than it), and time one call between CUDA events with a
 device-wide synchronise inside the timed region, so work a candidate pushes onto side streams is
-counted. The start event is queued behind the flush without waiting for it, so the call is issued
-while the GPU is still flushing and the host's launch jitter stays out of the time. Reference and candidate alternate trial by trial (and swap who goes first), so clock and
+counted. The start event is queued behind the flush and a short GPU spin without waiting for them, so
+the call is issued while the GPU is still busy and the host's launch jitter stays out of the time. Reference and candidate alternate trial by trial (and swap who goes first), so clock and
 thermal drift hit both alike. The statistics (`summarize`, `speedup_stats`) are pure Python: the
 worker computes them from the raw per-trial times, outside the candidate's reach.
 """
@@ -16,6 +16,12 @@ import statistics
 from typing import Any, Callable
 
 MIN_FLUSH_BYTES = 256 << 20
+# GPU cycles of idle spin queued after each flush (~0.2 ms at 2 GHz): the host has that long, besides
+# the flush, to issue the timed call before the GPU reaches the start event. Without it a host slow for
+# a moment (a Triton launch is tens of microseconds of Python) left the GPU idle inside the timed
+# region: speedup CV 0.45 / 2.55 / 0.23% over three rounds against 0.39 / 0.29 / 0.14% with it
+# (benchmarks/timing_variants.py, docs/PERFORMANCE.md)
+HEAD_START_CYCLES = 400_000
 
 
 def summarize(times_ms: list[float], trim: float) -> dict[str, float]:
@@ -71,7 +77,8 @@ def l2_flush_buffer(device: str = "cuda"):
 
 
 def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int, trials: int,
-              flush: bool = True, device: str = "cuda") -> dict[str, list[float]]:
+              flush: bool = True, device: str = "cuda", head_start_cycles: int = HEAD_START_CYCLES
+              ) -> dict[str, list[float]]:
     """Per-trial milliseconds of both functions, interleaved, L2 flushed before every call."""
     import torch
 
@@ -88,8 +95,10 @@ def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int
         for which in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
             if buf is not None:
                 buf.zero_()
-            # no synchronise here: the GPU is still flushing while the call is issued, so the time is
-            # the GPU's work and not the host's launch jitter (as triton.testing.do_bench does)
+            if head_start_cycles > 0:
+                torch.cuda._sleep(head_start_cycles)
+            # no synchronise here: the GPU is still flushing (and spinning) while the call is issued, so
+            # the time is the GPU's work and not the host's launch jitter (as triton.testing.do_bench does)
             start.record()
             fns[which]()
             torch.cuda.synchronize()  # device-wide: side streams finish inside the timed region

@@ -1,0 +1,108 @@
+"""Which part of a timed call picks up a disturbance: the speedup of one pair (built-in `softmax`,
+`full` sizes) measured four ways, one after another in each repeat so that a disturbance meets all
+four: A as the verifier timed until the sixth GPU session; B queues a 0.2 ms GPU spin after the L2
+flush (the host gets more time to issue the call before the start event: the verifier's timing
+since, `timing.HEAD_START_CYCLES`); C records the end event on the stream right after the call and
+synchronises after it (no host wake-up inside the time; blind to side streams); D both. Prints each variant's per-repeat speedups and CV; GPU only.
+
+    python benchmarks/timing_variants.py [--repeats 20] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def time_variant(ref_fn, cand_fn, warmup: int, trials: int, head_start: int, end_before_sync: bool):
+    import torch
+
+    from tritonrl_lib.verify.timing import l2_flush_buffer
+
+    buf = l2_flush_buffer()
+    for _ in range(warmup):
+        ref_fn()
+        cand_fn()
+    torch.cuda.synchronize()
+    fns = {"ref": ref_fn, "cand": cand_fn}
+    out = {"ref": [], "cand": []}
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for i in range(trials):
+        for which in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
+            buf.zero_()
+            if head_start:
+                torch.cuda._sleep(head_start)
+            start.record()
+            fns[which]()
+            if end_before_sync:
+                end.record()
+                torch.cuda.synchronize()
+            else:
+                torch.cuda.synchronize()
+                end.record()
+            end.synchronize()
+            out[which].append(start.elapsed_time(end))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pair", default="softmax")
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    import importlib.util
+    import os
+
+    import torch
+
+    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.verify.timing import speedup_stats
+    from verifier import KB_SEED, load_tasks
+
+    task = load_tasks("full")[args.pair]
+    ns: dict = {}
+    exec(compile(task.source, "task", "exec"), ns)
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"variants_{args.pair}.py"
+    path.write_text(task.reference_solution)
+    spec = importlib.util.spec_from_file_location("variants_cand", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    init = ns["get_init_inputs"]()
+    torch.manual_seed(KB_SEED)
+    ref = ns["Model"](*init).cuda()
+    torch.manual_seed(KB_SEED)
+    new = mod.ModelNew(*init).cuda()
+    torch.manual_seed(KB_SEED)
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+    cfg = VerifyConfig()
+    variants = {"A no head start": (0, False), "B head start": (400_000, False), "C end before sync": (0, True),
+                "D both": (400_000, True)}
+    got: dict = {k: [] for k in variants}
+    with torch.no_grad():
+        for _ in range(args.repeats):
+            for name, (head, early) in variants.items():
+                t = time_variant(lambda: ref(*inputs), lambda: new(*inputs), cfg.timing_warmup, cfg.timing_trials,
+                                 head, early)
+                st = speedup_stats(t["ref"], t["cand"], cfg.timing_trim)
+                got[name].append((st["speedup"], st["reference"]["median_ms"], st["candidate"]["median_ms"]))
+    for name, rows in got.items():
+        xs = [r[0] for r in rows]
+        cv = statistics.pstdev(xs) / statistics.fmean(xs)
+        print(f"{name:18s} mean {statistics.fmean(xs):.3f} CV {cv:.2%} min {min(xs):.3f} max {max(xs):.3f}")
+    print("per repeat (speedup; ref / cand median us):")
+    for i in range(args.repeats):
+        print(f"  {i:2d} " + " | ".join(f"{got[n][i][0]:.3f} {got[n][i][1]*1000:.0f}/{got[n][i][2]*1000:.0f}"
+                                        for n in variants))
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "timing_variants.json").write_text(json.dumps(got, indent=2))
+
+
+if __name__ == "__main__":
+    main()
