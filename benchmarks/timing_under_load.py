@@ -30,26 +30,9 @@ def measure(pair: str, repeats: int = 10) -> list[float]:
 
     from tritonrl_lib.config import VerifyConfig
     from tritonrl_lib.verify.timing import speedup_stats, time_pair
-    from verifier import KB_SEED, load_tasks
+    from verifier import build_pair
 
-    ns: dict = {}
-    task = load_tasks("full")[pair]
-    exec(compile(task.source, "task", "exec"), ns)
-    cand: dict = {}
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"under_load_{pair}.py"
-    path.write_text(task.reference_solution)  # Triton needs the kernel's source file
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("under_load_cand", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    init = ns["get_init_inputs"]()
-    torch.manual_seed(KB_SEED)
-    ref = ns["Model"](*init).cuda()
-    torch.manual_seed(KB_SEED)
-    new = mod.ModelNew(*init).cuda()
-    torch.manual_seed(KB_SEED)
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+    ref, new, inputs = build_pair(pair)
     cfg = VerifyConfig()
     out = []
     with torch.no_grad():

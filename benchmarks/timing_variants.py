@@ -56,30 +56,13 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    import importlib.util
-    import os
-
     import torch
 
     from tritonrl_lib.config import VerifyConfig
     from tritonrl_lib.verify.timing import speedup_stats
-    from verifier import KB_SEED, load_tasks
+    from verifier import build_pair
 
-    task = load_tasks("full")[args.pair]
-    ns: dict = {}
-    exec(compile(task.source, "task", "exec"), ns)
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"variants_{args.pair}.py"
-    path.write_text(task.reference_solution)
-    spec = importlib.util.spec_from_file_location("variants_cand", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    init = ns["get_init_inputs"]()
-    torch.manual_seed(KB_SEED)
-    ref = ns["Model"](*init).cuda()
-    torch.manual_seed(KB_SEED)
-    new = mod.ModelNew(*init).cuda()
-    torch.manual_seed(KB_SEED)
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ns["get_inputs"]()]
+    ref, new, inputs = build_pair(args.pair)
     cfg = VerifyConfig()
     variants = {"A no head start": (0, False), "B head start": (400_000, False), "C end before sync": (0, True),
                 "D both": (400_000, True)}

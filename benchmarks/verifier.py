@@ -292,18 +292,17 @@ def stability(pair: str, out_json: Path) -> dict:
     return {**json.loads(out_json.read_text()), "gpu_before": before, "gpu_after": gpu_state()}
 
 
-def stability_eval(pair: str, out_json: str) -> None:
+def build_pair(pair: str) -> tuple:
+    """A built-in task (`full` sizes) and its reference solution on the GPU: (reference model, the
+    solution's ModelNew, inputs), each built under KernelBench's seed (trusted code only)."""
     import importlib.util
 
     import torch
 
-    from tritonrl_lib.config import VerifyConfig
-    from tritonrl_lib.verify.timing import naive_event_times, speedup_stats, time_pair
-
     task = load_tasks("full")[pair]
     tmp = Path(tempfile.mkdtemp(prefix="stability-"))
     (tmp / "stab_task.py").write_text(task.source)
-    (tmp / "stab_cand.py").write_text(task.reference_solution)
+    (tmp / "stab_cand.py").write_text(task.reference_solution)  # Triton reads a kernel's source file
 
     def load(path: Path, name: str):
         spec = importlib.util.spec_from_file_location(name, path)
@@ -320,6 +319,16 @@ def stability_eval(pair: str, out_json: str) -> None:
     new = cm.ModelNew(*init).cuda()
     torch.manual_seed(KB_SEED)
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in tm.get_inputs()]
+    return ref, new, inputs
+
+
+def stability_eval(pair: str, out_json: str) -> None:
+    import torch
+
+    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.verify.timing import naive_event_times, speedup_stats, time_pair
+
+    ref, new, inputs = build_pair(pair)
     cfg = VerifyConfig()
     ours, naive, sides = [], [], []
     with torch.no_grad():
