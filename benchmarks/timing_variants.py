@@ -19,37 +19,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def time_variant(ref_fn, cand_fn, warmup: int, trials: int, head_start: int, end_before_sync: bool):
-    import torch
-
-    from tritonrl_lib.verify.timing import l2_flush_buffer
-
-    buf = l2_flush_buffer()
-    for _ in range(warmup):
-        ref_fn()
-        cand_fn()
-    torch.cuda.synchronize()
-    fns = {"ref": ref_fn, "cand": cand_fn}
-    out = {"ref": [], "cand": []}
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for i in range(trials):
-        for which in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
-            buf.zero_()
-            if head_start:
-                torch.cuda._sleep(head_start)
-            start.record()
-            fns[which]()
-            if end_before_sync:
-                end.record()
-                torch.cuda.synchronize()
-            else:
-                torch.cuda.synchronize()
-                end.record()
-            end.synchronize()
-            out[which].append(start.elapsed_time(end))
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pair", default="softmax")
@@ -59,7 +28,7 @@ def main() -> None:
     import torch
 
     from tritonrl_lib.config import VerifyConfig
-    from tritonrl_lib.verify.timing import speedup_stats
+    from tritonrl_lib.verify.timing import speedup_stats, time_pair
     from verifier import build_pair
 
     ref, new, inputs = build_pair(args.pair)
@@ -70,8 +39,8 @@ def main() -> None:
     with torch.no_grad():
         for _ in range(args.repeats):
             for name, (head, early) in variants.items():
-                t = time_variant(lambda: ref(*inputs), lambda: new(*inputs), cfg.timing_warmup, cfg.timing_trials,
-                                 head, early)
+                t = time_pair(lambda: ref(*inputs), lambda: new(*inputs), cfg.timing_warmup, cfg.timing_trials,
+                              head_start_cycles=head, end_before_sync=early)
                 st = speedup_stats(t["ref"], t["cand"], cfg.timing_trim)
                 got[name].append((st["speedup"], st["reference"]["median_ms"], st["candidate"]["median_ms"]))
     for name, rows in got.items():

@@ -36,7 +36,6 @@ from .cache import VerdictCache
 from .compile_check import resolve_mode
 from . import shared_blobs
 from .gpu_lock import lock_path
-from .judge import memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
 from .sandbox import kill_tree
 from .verdict import Verdict
@@ -110,20 +109,16 @@ def _next_job(pending: collections.deque, w: _Worker, others: Sequence[_Worker] 
     holds (`recorded`: either way the worker skips it, reference_cache.py), else the first of a task
     no other worker ran lately (whoever takes it runs its reference phase anyway), else the first
     pending job; order of results is kept by index, so only the order of work changes."""
-    for n, item in enumerate(pending):
-        if item[1]["task_source"] in w.tasks or recorded(item[1]):
-            del pending[n]
-            w.tasks[item[1]["task_source"]] = True
-            w.tasks.move_to_end(item[1]["task_source"])
-            while len(w.tasks) > AFFINITY_TASKS:
-                w.tasks.popitem(last=False)
-            return item
-    theirs = [o.tasks for o in others if o is not w]
     pick = next((n for n, item in enumerate(pending)
-                 if not any(item[1]["task_source"] in t for t in theirs)), 0)
+                 if item[1]["task_source"] in w.tasks or recorded(item[1])), None)
+    if pick is None:
+        theirs = [o.tasks for o in others if o is not w]
+        pick = next((n for n, item in enumerate(pending)
+                     if not any(item[1]["task_source"] in t for t in theirs)), 0)
     item = pending[pick]
     del pending[pick]
-    w.tasks[item[1]["task_source"]] = True
+    w.tasks[item[1]["task_source"]] = True  # the most recent of the tasks it ran
+    w.tasks.move_to_end(item[1]["task_source"])
     while len(w.tasks) > AFFINITY_TASKS:
         w.tasks.popitem(last=False)
     return item
@@ -146,6 +141,8 @@ def _pool_store(max_mb: int) -> PoolStore | None:
         max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
     except (ImportError, ValueError, OSError):
         max_fds = 256
+    from .judge import memory_share_bytes  # the worker's module: imported here, not with the pool
+
     share = memory_share_bytes(workers=1)
     return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 

@@ -77,9 +77,11 @@ def l2_flush_buffer(device: str = "cuda"):
 
 
 def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int, trials: int,
-              flush: bool = True, device: str = "cuda", head_start_cycles: int = HEAD_START_CYCLES
-              ) -> dict[str, list[float]]:
-    """Per-trial milliseconds of both functions, interleaved, L2 flushed before every call."""
+              flush: bool = True, device: str = "cuda", head_start_cycles: int = HEAD_START_CYCLES,
+              end_before_sync: bool = False) -> dict[str, list[float]]:
+    """Per-trial milliseconds of both functions, interleaved, L2 flushed before every call.
+    `end_before_sync` records the end event on the stream before the device-wide sync instead of
+    after it: blind to work on other streams, never the verifier's (benchmarks/timing_variants.py)."""
     import torch
 
     buf = l2_flush_buffer(device) if flush else None
@@ -101,8 +103,11 @@ def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int
             # the time is the GPU's work and not the host's launch jitter (as triton.testing.do_bench does)
             start.record()
             fns[which]()
+            if end_before_sync:
+                end.record()
             torch.cuda.synchronize()  # device-wide: side streams finish inside the timed region
-            end.record()
+            if not end_before_sync:
+                end.record()
             end.synchronize()
             out[which].append(start.elapsed_time(end))
     return out
