@@ -126,3 +126,49 @@ def test_all_problems_of_one_file_are_reported_together():
     src = GOOD.replace("class Model(", "class Ref(").replace("def get_inputs():", "def inputs():")
     _, problems = check_kb_source(src, "x.py")
     assert [p.what for p in problems] == ["defines no `class Model`", "defines no `get_inputs()`"]
+
+
+FORMS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+height = width = 256  # KernelBench's chain form
+N = 2048 * 2
+K = -(4096 // 2) + 2 ** 3
+input_shape = (32768, 8 * 2)
+groups = N  # derived: not a constant of its own
+huge = 10 ** 10 ** 10
+
+
+def get_inputs():
+    return [torch.rand(N, height, width), torch.rand(N, *input_shape)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_constants_in_every_kernelbench_form():
+    assert module_constants(FORMS) == {"height": 256, "width": 256, "N": 4096, "K": -2040}
+    assert module_constants(FORMS, elements=True) == {"height": 256, "width": 256, "N": 4096, "K": -2040,
+                                                      "input_shape[0]": 32768, "input_shape[1]": 16}
+
+
+def test_rewrite_splits_a_chain_only_when_its_names_differ():
+    one = rewrite_constants(FORMS, {"height": 16})
+    assert "height = 16; width = 256  # KernelBench's chain form" in one
+    assert module_constants(one)["height"] == 16 and module_constants(one)["width"] == 256
+    both = rewrite_constants(FORMS, {"height": 8, "width": 8})
+    assert "height = width = 8  # KernelBench's chain form" in both
+    moved = rewrite_constants(FORMS, {"N": 6, "input_shape[0]": 100})
+    assert "N = 6\n" in moved and "input_shape = (100, 8 * 2)" in moved
+    assert module_constants(moved, elements=True)["input_shape[1]"] == 16
+    assert len(moved.splitlines()) == len(FORMS.splitlines())  # line numbers of tracebacks stay true
+    with pytest.raises(KeyError, match="groups"):
+        rewrite_constants(FORMS, {"groups": 3})

@@ -9,6 +9,7 @@ through `ast`, so no untrusted task code is ever executed to inspect it.
 from __future__ import annotations
 
 import ast
+import operator
 from dataclasses import dataclass, field
 
 Number = int | float | bool
@@ -58,7 +59,13 @@ class TaskFormatError(ValueError):
 
 @dataclass(frozen=True)
 class Constant:
-    """A module-level `name = <number>` assignment and where its value sits in the source."""
+    """A module-level numeric constant and where its value sits in the source.
+
+    Every form KernelBench writes: `n = 4`, `eps: float = 1e-5`, `h, w = 32, 32`, `height = width = 256`
+    (a chain: `chain` names every target), `N = 2048 * 2` (arithmetic on literals) and, with
+    `module_constants(..., elements=True)`, the numbers inside a shape tuple: `input_shape = (32768,)` gives
+    `input_shape[0]` (`element` is its index).
+    """
 
     name: str
     value: Number
@@ -66,6 +73,14 @@ class Constant:
     col: int  # UTF-8 byte offset of the value within that line
     end_lineno: int
     end_col: int
+    chain: tuple[str, ...] = ()  # every target of `a = b = <value>` (empty for one target)
+    stmt: tuple[int, int, int, int] = (0, 0, 0, 0)  # the whole statement's span (for a chain's rewrite)
+    element: int | None = None  # index inside a tuple value (`input_shape[0]`)
+
+    @property
+    def base(self) -> str:
+        """The module-level name this constant belongs to (`input_shape` for `input_shape[0]`)."""
+        return self.name.split("[", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -91,44 +106,69 @@ class KBModule:
         return " ".join(first.split())
 
 
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+          ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+_MAX_MAGNITUDE = 1 << 62  # an expression past this is no size (and `10 ** 10 ** 10` is not evaluated)
+
+
 def _literal_number(node: ast.expr) -> Number | None:
-    """The value of `12`, `-0.5`, `True` or `1e-5`; None for anything else (tuples, names, calls)."""
+    """The value of `12`, `-0.5`, `True`, `1e-5` or arithmetic on such literals (`2048 * 2`, `2 ** 10`);
+    None for anything else (tuples, names, calls)."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
         return node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, (ast.USub, ast.UAdd))
-        and isinstance(node.operand, ast.Constant)
-        and isinstance(node.operand.value, (int, float))
-        and not isinstance(node.operand.value, bool)
-    ):
-        return -node.operand.value if isinstance(node.op, ast.USub) else node.operand.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _literal_number(node.operand)
+        if inner is None or isinstance(inner, bool):
+            return None
+        return -inner if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+        left, right = _literal_number(node.left), _literal_number(node.right)
+        if left is None or right is None or isinstance(left, bool) or isinstance(right, bool):
+            return None
+        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or abs(left) > _MAX_MAGNITUDE):
+            return None
+        try:
+            value = _ARITH[type(node.op)](left, right)
+        except (ArithmeticError, ValueError):
+            return None
+        if not isinstance(value, (int, float)) or abs(value) > _MAX_MAGNITUDE:
+            return None
+        return value
     return None
 
 
-def _module_constants(tree: ast.Module) -> dict[str, list[Constant]]:
-    """Every module-level numeric constant: `n = 4`, `eps: float = 1e-5`, and `h, w = 32, 32`."""
+def _module_constants(tree: ast.Module, elements: bool = False) -> dict[str, list[Constant]]:
+    """Every module-level numeric constant in the forms `Constant` lists (tuple elements with `elements`)."""
     out: dict[str, list[Constant]] = {}
 
-    def add(name: str, value: ast.expr) -> None:
+    def add(name: str, value: ast.expr, stmt: ast.stmt, chain: tuple[str, ...] = (),
+            element: int | None = None) -> None:
         number = _literal_number(value)
         if number is not None:
+            span = (stmt.lineno, stmt.col_offset, stmt.end_lineno or stmt.lineno,
+                    stmt.end_col_offset or stmt.col_offset)
             out.setdefault(name, []).append(
                 Constant(name, number, value.lineno, value.col_offset, value.end_lineno or value.lineno,
-                         value.end_col_offset or value.col_offset))
+                         value.end_col_offset or value.col_offset, chain, span, element))
 
     for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            target, value = stmt.targets[0], stmt.value
-            if isinstance(target, ast.Name):
-                add(target.id, value)
-            elif (isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
-                  and len(target.elts) == len(value.elts)):
-                for t, v in zip(target.elts, value.elts):
+        if isinstance(stmt, ast.Assign):
+            names = [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+            value = stmt.value
+            if len(names) == len(stmt.targets) and names:
+                chain = tuple(names) if len(names) > 1 else ()
+                for name in names:
+                    add(name, value, stmt, chain)
+                if elements and len(names) == 1 and isinstance(value, ast.Tuple):
+                    for i, v in enumerate(value.elts):
+                        add(f"{names[0]}[{i}]", v, stmt, element=i)
+            elif (len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Tuple)
+                  and isinstance(value, ast.Tuple) and len(stmt.targets[0].elts) == len(value.elts)):
+                for t, v in zip(stmt.targets[0].elts, value.elts):
                     if isinstance(t, ast.Name):
-                        add(t.id, v)
+                        add(t.id, v, stmt)
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            add(stmt.target.id, stmt.value)
+            add(stmt.target.id, stmt.value, stmt)
     return out
 
 
@@ -275,9 +315,10 @@ def parse_kb_source(source: str, path: str = "<source>") -> KBModule:
     return info
 
 
-def module_constants(source: str) -> dict[str, Number]:
-    """Module-level numeric constants, `name = <number>` or `a, b = 1, 2` (the last assignment wins)."""
-    return {name: occ[-1].value for name, occ in _module_constants(ast.parse(source)).items()}
+def module_constants(source: str, elements: bool = False) -> dict[str, Number]:
+    """Module-level numeric constants in every form `Constant` lists (the last assignment wins); with
+    `elements`, also the numbers inside shape tuples (`input_shape[0]`)."""
+    return {name: occ[-1].value for name, occ in _module_constants(ast.parse(source), elements).items()}
 
 
 def init_constant_names(source: str) -> frozenset[str]:
@@ -297,12 +338,14 @@ def _format_number(value: Number) -> str:
 def rewrite_constants(source: str, values: dict[str, Number], path: str = "<source>") -> str:
     """Return `source` with the module-level constants in `values` set to new numbers.
 
-    Only the literal on the right of each `name = <number>` assignment changes; comments, spacing and
-    every other line stay byte-for-byte the same. A name that is not a module-level numeric constant
-    is an error (a typo in a size preset must not pass silently).
+    Only the value on the right of each assignment changes (`2048 * 2` becomes one number); comments,
+    spacing and every other line stay byte-for-byte the same. A chain `height = width = 256` whose names
+    get different values is split into `height = 32; width = 256` on the same line. Tuple elements are
+    named as `module_constants(..., elements=True)` names them (`input_shape[0]`). A name that is not a
+    module-level numeric constant is an error (a typo in a size preset must not pass silently).
     """
     tree = ast.parse(source, filename=path)
-    found = _module_constants(tree)
+    found = _module_constants(tree, elements=any("[" in n for n in values))
     missing = [n for n in values if n not in found]
     if missing:
         known = ", ".join(sorted(found)) or "none"
@@ -312,11 +355,27 @@ def rewrite_constants(source: str, values: dict[str, Number], path: str = "<sour
     line_starts = [0]
     for line in data.splitlines(keepends=True):
         line_starts.append(line_starts[-1] + len(line))
-    edits: list[tuple[int, int, bytes]] = []
+
+    def offset(lineno: int, col: int) -> int:
+        return line_starts[lineno - 1] + col
+
+    edits: dict[int, tuple[int, bytes]] = {}  # start -> (end, new text): one edit per value or chain
+    chains: dict[int, dict[str, str]] = {}  # a chain's statement start -> each of its names' new text
     for name, value in values.items():
-        text = _format_number(value).encode("utf-8")
         for c in found[name]:
-            edits.append((line_starts[c.lineno - 1] + c.col, line_starts[c.end_lineno - 1] + c.end_col, text))
-    for start, end, text in sorted(edits, reverse=True):
+            if not c.chain:
+                edits[offset(c.lineno, c.col)] = (offset(c.end_lineno, c.end_col), _format_number(value).encode("utf-8"))
+                continue
+            start, end = offset(*c.stmt[:2]), offset(*c.stmt[2:])
+            old = data[offset(c.lineno, c.col):offset(c.end_lineno, c.end_col)].decode("utf-8")
+            texts = chains.setdefault(start, {n: old for n in c.chain})
+            texts[name] = _format_number(value)
+            if len(set(texts.values())) == 1:
+                text = " = ".join([*c.chain, texts[name]])
+            else:
+                text = "; ".join(f"{n} = {texts[n]}" for n in c.chain)
+            edits[start] = (end, text.encode("utf-8"))
+    for start in sorted(edits, reverse=True):
+        end, text = edits[start]
         data = data[:start] + text + data[end:]
     return data.decode("utf-8")
