@@ -1,0 +1,3 @@
+import logging
+def run():
+    return logging.sys.modules["subprocess"].run(["true"]).returncode

@@ -1,0 +1,346 @@
+"""The candidate's process fenced in from the inside: installed right before its module is imported.
+
+What the verdict relies on in that process (the op census, the launch count, the timer, the messages to
+the worker) is Python, and Python lets code reach almost anything: threads the census does not watch,
+the garbage collector and the call stack (where the verifier's objects live), ctypes (raw memory), new
+processes, patched functions. The static check rejects the usual spellings; this layer does not care how
+a route was spelled:
+
+- an audit hook (`sys.addaudithook`: nothing can remove it, nothing can list it) refuses, while the
+  candidate's code is on the call stack, what only an attack needs: the garbage collector's object walks,
+  frames (`sys._getframe` from the candidate or from inspect/traceback, `tb_frame`, `gi_frame`, ...),
+  tracing hooks, ctypes, new processes (Triton's compiler running ptxas excepted), signals to other
+  processes, sockets, environment changes, /proc/<pid>/mem and /proc/<pid>/fd, modules on the static
+  deny list, code the candidate compiles or unmarshals itself;
+- threads cannot be started at all: every function that starts one is replaced by a refusal that keeps
+  no reference to anything;
+- the counters of the op census and the launch tracker live here, fed through `sys.audit` events that only
+  the verifier's own files may raise: nothing the candidate can reach holds them;
+- the callables of the namespaces a timing or a check relies on (torch, torch.cuda and its Event and
+  Stream, torch.Tensor, triton, time, builtins, gc, the verifier's own modules, ...) are recorded at
+  install, so a later replacement, however made (alias, setattr, `__dict__`, a builtin reached by
+  attribute), shows in `changed()`.
+
+A refusal raises in the candidate (which may catch it) and is recorded: the facts go to the worker with
+the candidate's outputs, and any of them is a cheat flag.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from collections import Counter
+from typing import Any, Callable, Iterable
+
+MAX_DETAILS = 20
+
+# modules that call sys._getframe for their own bookkeeping and hand no frame back
+_TRANSPARENT = ("typing", "typing_extensions", "warnings", "logging", "collections", "enum", "dataclasses",
+                "abc", "functools", "re", "copy", "string", "numbers", "contextlib", "importlib", "threading",
+                "torch", "triton", "numpy")
+# modules whose point is handing frames (or code that walks them) to their caller
+_FRAME_TOOLS = ("inspect", "traceback", "pdb", "bdb", "cgitb", "code", "faulthandler", "tracemalloc")
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "gi_yieldfrom", "cr_await"})
+# tools Triton's CUDA backend runs when it compiles a kernel at its first launch
+_COMPILER_TOOLS = frozenset({"ptxas", "cuobjdump", "nvdisasm", "ldconfig", "nvcc", "fatbinary"})
+
+# audit event -> cheat flag: refused whenever the candidate's code is on the stack
+_DENY = {
+    "gc.get_objects": "introspection:gc", "gc.get_referrers": "introspection:gc",
+    "gc.get_referents": "introspection:gc", "gc.freeze": "introspection:gc",
+    "sys._current_frames": "introspection:frames", "sys.settrace": "introspection:trace",
+    "sys.setprofile": "introspection:trace", "sys._settraceallthreads": "introspection:trace",
+    "sys._setprofileallthreads": "introspection:trace", "sys.monitoring.register_callback": "introspection:trace",
+    "sys.monitoring.use_tool_id": "introspection:trace", "sys.addaudithook": "introspection:audit",
+    "sys.unraisablehook": "introspection:hook", "sys.excepthook": "introspection:hook",
+    "sys.remote_exec": "introspection:debugger",
+    "os.fork": "process", "os.forkpty": "process", "os.spawn": "process",
+    "os.system": "process", "pty.spawn": "process", "os.kill": "process",
+    "os.killpg": "process", "os.putenv": "environment", "os.unsetenv": "environment", "os.chdir": "environment",
+    "socket.socket": "network", "socket.connect": "network", "socket.bind": "network",
+    "socket.getaddrinfo": "network", "socket.sendto": "network",
+}
+# events the import machinery raises for every module it loads (judged by the "import" event instead)
+_IMPORTING = frozenset({"open", "exec", "compile", "marshal.loads", "marshal.load", "os.listdir", "os.scandir"})
+_WATCHED = frozenset(_DENY) | _IMPORTING | {
+    "sys._getframe", "object.__getattr__", "object.__setattr__", "object.__delattr__", "import",
+    "subprocess.Popen", "os.posix_spawn", "os.exec", "mmap.__new__"}
+
+# the verifier's own events (raised by runtime_checks.py): only its files may raise them
+EV_LAUNCH, EV_FOREIGN, EV_OP, EV_PAUSE, EV_HOST_READ, EV_HOST_MADE = (
+    "tritonrl.launch", "tritonrl.foreign_launch", "tritonrl.op", "tritonrl.pause", "tritonrl.host_read",
+    "tritonrl.host_made")
+
+
+class Facts:
+    """What one candidate call did: the guard's counters, reset by `Guard.begin()`."""
+
+    def __init__(self) -> None:
+        self.launches = 0
+        self.kernels: Counter[str] = Counter()
+        self.foreign: Counter[str] = Counter()
+        self.ops: Counter[str] = Counter()
+        self.host_read = 0  # elements read into Python (tolist, numpy, item, iteration)
+        self.host_made = 0  # elements made from Python or numpy data (torch.tensor(list), from_numpy)
+
+
+class Guard:
+    """One per candidate process; `install()` once, right before the candidate's module is imported.
+
+    `trusted_files`: the files allowed to raise the verifier's own events (runtime_checks.py).
+    `watched`: names -> objects (modules, classes) whose callables are recorded at install.
+    `denied_import`: module name -> a reason when a solution may not import it (static.import_verdict).
+    """
+
+    def __init__(self, candidate_file: str, trusted_files: Iterable[str], watched: dict[str, Any] | None = None,
+                 denied_import: Callable[[str], Any] | None = None):
+        self.candidate_file = os.path.abspath(candidate_file)
+        self.candidate_module = os.path.splitext(os.path.basename(candidate_file))[0]
+        self.trusted = frozenset(os.path.abspath(f) for f in trusted_files)
+        self.watched = dict(watched or {})
+        self.denied_import = denied_import
+        self.flags: list[str] = []  # cheat flags, in order, deduplicated
+        self.details: list[str] = []  # one line per refusal, for people
+        self.facts = Facts()
+        self.counting = False  # inside a candidate call (between begin and end)
+        self.paused = 0
+        self.installed = False
+        self._busy = False
+        self._snapshot: dict[tuple[str, str], Any] = {}
+
+    # ---------------------------------------------------------------- facts
+
+    def record(self, flag: str, detail: str) -> None:
+        if flag not in self.flags:
+            self.flags.append(flag)
+        if len(self.details) < MAX_DETAILS:
+            self.details.append(detail[:300])
+
+    def begin(self) -> None:
+        self.facts = Facts()
+        self.counting = True
+
+    def end(self) -> Facts:
+        self.counting = False
+        return self.facts
+
+    def changed(self) -> list[str]:
+        """Recorded callables replaced or removed since `install()` (`owner.name`, sorted)."""
+        out = []
+        for (owner, name), value in self._snapshot.items():
+            ns = _namespace(self.watched[owner])
+            if ns is None or ns.get(name, _MISSING) is not value:
+                out.append(f"{owner}.{name}")
+        return sorted(out)
+
+    # ---------------------------------------------------------------- install
+
+    def install(self) -> None:
+        if self.installed:
+            return
+        import builtins
+
+        self.watched.setdefault("builtins", builtins)
+        for owner, obj in self.watched.items():
+            for name, value in (_namespace(obj) or {}).items():
+                if _is_behaviour(value):
+                    self._snapshot[(owner, name)] = value  # held: its identity cannot be reused
+        _deny_threads()
+        sys.addaudithook(self._hook)
+        self.installed = True
+
+    # ---------------------------------------------------------------- the audit hook
+
+    def _hook(self, event: str, args: tuple) -> None:
+        if self._busy:
+            return
+        if event.startswith("tritonrl."):
+            self._own_event(event, args)
+            return
+        if event not in _WATCHED and not event.startswith("ctypes."):
+            return
+        self._busy = True
+        try:
+            refusal = self._judge(event, args)
+        finally:
+            self._busy = False
+        if refusal is not None:
+            flag, detail = refusal
+            self.record(flag, detail)
+            raise PermissionError(f"not allowed in a candidate's process: {detail}")
+
+    def _own_event(self, event: str, args: tuple) -> None:
+        self._busy = True
+        try:
+            caller = sys._getframe(2).f_code.co_filename
+        finally:
+            self._busy = False
+        if caller not in self.trusted:
+            self.record("tampering", f"{event} raised from {caller}")
+            raise PermissionError("not allowed in a candidate's process: the verifier's own events")
+        f = self.facts
+        if event == EV_PAUSE:
+            self.paused += int(args[0])
+        elif not self.counting:
+            return
+        elif event == EV_OP:
+            if not self.paused:
+                f.ops[str(args[0])] += 1
+        elif event == EV_LAUNCH:
+            f.launches += 1
+            f.kernels[str(args[0])] += 1
+        elif event == EV_FOREIGN:
+            f.foreign[str(args[0])] += 1
+        elif event == EV_HOST_READ:
+            if not self.paused:
+                f.host_read += int(args[0])
+        elif event == EV_HOST_MADE:
+            if not self.paused:
+                f.host_made += int(args[0])
+
+    def _judge(self, event: str, args: tuple) -> tuple[str, str] | None:
+        stack = _stack(sys._getframe(1))
+        if not any(filename == self.candidate_file for filename, _ in stack):
+            return None  # the candidate's code is not running: the verifier's own work
+        caller_file, caller_module, importing = _first_caller(stack)
+        if importing and event in _IMPORTING:
+            return None  # a module being loaded: the "import" event judges it
+        by_candidate = caller_file == self.candidate_file
+        if event in _DENY:
+            return _DENY[event], f"{event}{_short(args)}"
+        if event.startswith("ctypes."):
+            return "ctypes", f"{event}{_short(args)}"
+        if event == "sys._getframe":
+            if by_candidate or _within(caller_module, _FRAME_TOOLS) or not _within(caller_module, _TRANSPARENT):
+                return "introspection:frames", f"sys._getframe called from {caller_module or caller_file}"
+            return None
+        if event == "object.__getattr__":
+            name = args[1] if len(args) > 1 else ""
+            if name in _FRAME_ATTRS and (by_candidate or _within(caller_module, _FRAME_TOOLS)):
+                return "introspection:frames", f"the {name} attribute read"
+            return None
+        if event in ("object.__setattr__", "object.__delattr__"):
+            target = args[0] if args else None
+            if by_candidate and getattr(target, "__module__", None) != self.candidate_module:
+                return "monkeypatch", f"{event} on {_describe(target)}.{args[1] if len(args) > 1 else '?'}"
+            return None
+        if event in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
+            # Triton's CUDA backend runs ptxas at a kernel's first launch: a compiler tool, asked for by
+            # Triton itself (past the standard library's own frames), is the one process allowed
+            exe = args[0] if args and args[0] else (args[1][0] if len(args) > 1 and args[1] else "")
+            exe = os.path.basename(os.fsdecode(exe) if isinstance(exe, (str, bytes)) else str(exe))
+            library_file, library_module = _first_caller(stack, skip_stdlib=True)[:2]
+            if library_file != self.candidate_file and _within(library_module, ("triton",)) and exe in _COMPILER_TOOLS:
+                return None
+            return "process", f"{event}: {exe or '?'}"
+        if event in ("os.listdir", "os.scandir"):
+            path = os.path.normpath(str(args[0])) if args and args[0] is not None else ""
+            if _proc_part(path) in ("fd", "fdinfo"):
+                return "introspection:descriptors", f"{event}({path})"
+            return None
+        if event == "open":
+            path = os.path.normpath(str(args[0])) if args and isinstance(args[0], (str, bytes)) else ""
+            if path in ("/dev/mem", "/dev/kmem", "/dev/port") or _proc_part(path) in ("mem", "pagemap", "fd"):
+                return "introspection:memory", f"open({path})"
+            return None
+        if event == "mmap.__new__":
+            return ("introspection:memory", "mmap by the candidate") if by_candidate else None
+        if event == "import":
+            name = str(args[0]) if args else ""
+            if by_candidate and self.denied_import is not None and self.denied_import(name) is not None:
+                return "forbidden_import", f"import of {name}"
+            return None
+        if event in ("compile", "exec", "marshal.loads", "marshal.load"):
+            return ("dynamic_code", f"{event} called by the candidate") if by_candidate else None
+        return None
+
+
+_MISSING = object()
+
+
+def _namespace(obj: Any) -> dict[str, Any] | None:
+    try:
+        ns = obj.__dict__
+    except AttributeError:
+        return None
+    return ns if isinstance(ns, dict) else dict(ns)
+
+
+def _is_behaviour(value: Any) -> bool:
+    """Callables and classes: what a patch replaces to change behaviour (plain data changes legitimately)."""
+    if isinstance(value, types.ModuleType):
+        return False
+    return isinstance(value, (type, staticmethod, classmethod, property)) or callable(value)
+
+
+def _stack(frame: Any) -> list[tuple[str, str]]:
+    out = []
+    while frame is not None:
+        out.append((frame.f_code.co_filename, str(frame.f_globals.get("__name__", ""))))
+        frame = frame.f_back
+    return out
+
+
+def _first_caller(stack: list[tuple[str, str]], skip_stdlib: bool = False) -> tuple[str, str, bool]:
+    """(file, module) of the frame that asked for the audited action, past this file and the import
+    machinery (and with `skip_stdlib`, the standard library's own frames: subprocess, tempfile, ...), and
+    whether the import machinery was in between (a module being loaded)."""
+    importing = False
+    for filename, module in stack:
+        if filename == __file__ or (skip_stdlib and filename.startswith(_STDLIB)):
+            continue
+        if filename.startswith("<frozen importlib"):
+            importing = True
+            continue
+        return filename, module, importing
+    return "", "", importing
+
+
+_STDLIB = tuple({os.path.dirname(os.__file__) + os.sep, "<frozen"})
+
+
+def _within(module: str, roots: tuple[str, ...]) -> bool:
+    return any(module == r or module.startswith(r + ".") for r in roots)
+
+
+def _describe(obj: Any) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__name__
+    module = getattr(obj, "__module__", None)
+    return f"{module}.{name}" if module else str(name)
+
+
+def _short(args: tuple) -> str:
+    text = repr(args)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def _proc_part(path: str) -> str:
+    """'mem', 'fd', ... for /proc/<pid>/mem, /proc/self/task/<tid>/fd/3, ...; '' for anything else."""
+    parts = path.split("/")
+    if len(parts) < 4 or parts[1] != "proc":
+        return ""
+    rest = parts[3:]
+    if rest and rest[0] == "task" and len(rest) >= 3:
+        rest = rest[2:]
+    return rest[0] if rest else ""
+
+
+def _deny_threads() -> None:
+    """Replace every function Python starts a thread with by a refusal whose globals hold nothing but
+    the exception it raises (no route from it to the originals or to the verifier)."""
+    import _thread
+    import threading
+
+    code = compile("def refuse(*args, **kwargs):\n"
+                   "    raise RuntimeError(\"starting a thread is not allowed in a candidate's process (the \"\n"
+                   "                       \"verifier's op census watches the calling thread only)\")\n",
+                   "<tritonrl: threads refused>", "exec")
+    scope: dict[str, Any] = {"__builtins__": {"RuntimeError": RuntimeError}}
+    exec(code, scope)
+    refuse = scope["refuse"]
+    for module, names in ((_thread, ("start_new_thread", "start_new", "start_joinable_thread")),
+                          (threading, ("_start_new_thread", "_start_joinable_thread"))):
+        for name in names:
+            if hasattr(module, name):
+                setattr(module, name, refuse)
