@@ -69,7 +69,7 @@ def _prepare_start(args, base_cfg, base_paths: RunPaths, say) -> dict:
 
 
 def _method_run(args, out: Path, method: str, base_paths: RunPaths, overrides: dict, pool, say) -> dict:
-    from tritonrl_lib.train.rl_common import train_rl
+    from tritonrl_lib.train.rl import train_rl
 
     cfg = load_config(args.profile, overrides={**overrides, "outputs_dir": str(out / "runs"),
                                                "run": f"rl_{method}", "method": method})

@@ -121,10 +121,15 @@ def test_runpaths_derive_everything_from_run_root(tmp_path):
     cfg = load_config("smoke", overrides={"outputs_dir": str(tmp_path), "run": "r1"})
     p = cfg.paths
     assert p.root == tmp_path / "r1"
+    r3 = p.rl_round(3)
     every = [p.sft_train, p.difficulty_labels, p.split, p.sft_checkpoint, p.rl_checkpoint, p.rl_best,
              p.eval_file("sft"), p.chart("funnel"), p.report_html, p.sft_log, p.rl_log, p.curriculum_log,
-             p.timings, p.config_snapshot, p.notebooks_dir]
+             p.timings, p.config_snapshot, p.notebooks_dir, p.rl_state, p.rl_best_adapter, r3.samples, r3.meta,
+             r3.kept, r3.adapter, r3.trainer_dir]
     assert all(tmp_path / "r1" in q.parents for q in every)
+    # the RL folder's files stay inside checkpoints/rl, one folder per best-of-N round
+    assert all(p.rl_checkpoint in q.parents for q in (p.rl_state, p.rl_best, p.rl_best_adapter, r3.samples))
+    assert r3.dir == p.rl_checkpoint / "rounds" / "round-003" != p.rl_round(4).dir
     assert p.checkpoint("rl") == p.rl_checkpoint == tmp_path / "r1" / "checkpoints" / "rl"
     assert p.checkpoint("sft") == tmp_path / "r1" / "checkpoints" / "sft"
     with pytest.raises(ConfigError):

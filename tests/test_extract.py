@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tritonrl_lib.extract import Extraction, extract_code
+from tritonrl_lib.fences import closing_fence, opening_fence
+from tritonrl_lib.rollout import closes_code_block
 
 CASES = Path(__file__).parent / "extract_cases"
 ADD = (CASES / "vector_add_relu.py").read_text()
@@ -267,6 +269,22 @@ def test_glued_closing_fence():
 def test_fence_opened_at_end_of_prose_line():
     completion = f"Here's the optimized code:```python\n{SOFTMAX}```"
     assert ok(completion).code == SOFTMAX
+
+
+def test_one_fence_grammar_for_extraction_and_the_rollout_stop_rule():
+    """fences.py is what both read: where a block opens, where it closes, the code glued to a close."""
+    assert opening_fence("  ```python") == ("```", "python", 0)
+    assert opening_fence("Here is the code:```py") == ("```", "py", len("Here is the code:"))
+    assert opening_fence("inline ```code``` only") is None and opening_fence("```a``` b") is None
+    assert opening_fence("~~~") == ("~~~", "", 0) and opening_fence("~~~", tildes=False) is None
+    assert closing_fence("```", "```") == "" and closing_fence("`````", "````") == ""
+    assert closing_fence("```", "````") is None and closing_fence("```python", "```") is None
+    assert closing_fence("    return y```", "```") == "    return y" and closing_fence("~~~", "```") is None
+    # a completion stops where extraction sees its first block close; ~~~ blocks do not stop it
+    text = f"Sure:```python\n{ADD.rstrip()}```\nprose"
+    assert closes_code_block(text) and extract_code(text).code == ADD
+    tilde = f"~~~python\n{ADD}~~~\n"
+    assert extract_code(tilde).method == "fenced" and not closes_code_block(tilde)
 
 
 def test_prefilled_opening_fence():

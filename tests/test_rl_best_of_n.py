@@ -19,7 +19,10 @@ from safetensors.torch import load_file
 from tritonrl_lib import models
 from tritonrl_lib.config import ConfigError
 from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.train import rl_common as rc
+from tritonrl_lib.train.json_io import read_jsonl
+from tritonrl_lib.train.rl_best import read_best
+from tritonrl_lib.train.rl_log import read_rl_log
+from tritonrl_lib.train.rl_start import RLStartError, select_rl_tasks
 from tritonrl_lib.train.best_of_n import reference_candidates, select_top_k, train_best_of_n
 from tritonrl_lib.verify.pool import VerifierPool
 
@@ -73,26 +76,26 @@ def test_select_top_k_keeps_correct_only_by_reward_then_speedup():
 
 def test_rl_needs_the_sft_adapter(tmp_path):
     cfg = smoke_config(tmp_path)
-    with pytest.raises(rc.RLStartError, match="02_sft"):
+    with pytest.raises(RLStartError, match="02_sft"):
         train_best_of_n(cfg)
 
 
 def test_task_selection(tmp_path):
     cfg = smoke_config(tmp_path, rl_tasks="train")
-    with pytest.raises(rc.RLStartError, match="01_data"):
-        rc.select_rl_tasks(cfg)
+    with pytest.raises(RLStartError, match="01_data"):
+        select_rl_tasks(cfg)
     prepare_run(cfg, split=True)
     from tritonrl_lib.data.split import Split
 
     split = Split.load(cfg.paths.split)
-    train = rc.select_rl_tasks(cfg)
+    train = select_rl_tasks(cfg)
     assert train and not {t.id for t in train} & set(split.heldout_task_ids)
     assert not {t.op_family for t in train} & set(split.heldout_families)
     assert {t.level for t in train} == {1, 2}
-    assert [t.id for t in rc.select_rl_tasks(smoke_config(tmp_path))] == RL_TASKS.split(",")
-    assert all(t.level == 1 for t in rc.select_rl_tasks(smoke_config(tmp_path, rl_tasks="level1")))
+    assert [t.id for t in select_rl_tasks(smoke_config(tmp_path))] == RL_TASKS.split(",")
+    assert all(t.level == 1 for t in select_rl_tasks(smoke_config(tmp_path, rl_tasks="level1")))
     with pytest.raises(ConfigError, match="unknown task ids"):
-        rc.select_rl_tasks(smoke_config(tmp_path, rl_tasks="builtin/L1/nope"))
+        select_rl_tasks(smoke_config(tmp_path, rl_tasks="builtin/L1/nope"))
 
 
 # --------------------------------------------------------------------------- a round, end to end
@@ -107,8 +110,9 @@ def test_a_round_keeps_only_correct_completions_and_trains(tmp_path, pool):
     res = train_best_of_n(cfg, pool=pool, extra_candidates=good_and_bad)
     assert res.status == "trained" and res.rounds_done == 1
 
-    rdir = paths.rl_checkpoint / "rounds" / "round-000"
-    cands = rc.read_jsonl(rdir / "samples.jsonl")
+    round0 = paths.rl_round(0)
+    assert round0.dir == paths.rl_checkpoint / "rounds" / "round-000"
+    cands = read_jsonl(round0.samples)
     policy = [c for c in cands if not c["injected"]]
     injected = [c for c in cands if c["injected"]]
     assert len(policy) == 4 and len(injected) == 4  # 2 tasks x (2 samples + 2 injected)
@@ -119,12 +123,12 @@ def test_a_round_keeps_only_correct_completions_and_trains(tmp_path, pool):
     assert all(c["verdict"]["correct"] and c["verdict"]["stage"] == "full" for c in good)
     assert not any(c["verdict"]["correct"] for c in bad)
 
-    kept = rc.read_jsonl(rdir / "kept.jsonl")
+    kept = read_jsonl(round0.kept)
     correct_texts = {c["text"] for c in cands if c["verdict"]["correct"]}
     assert kept and all(k["text"] in correct_texts for k in kept)
     assert {k["text"] for k in kept} >= {c["text"] for c in good}
 
-    (rec,) = rc.read_rl_log(paths)
+    (rec,) = read_rl_log(paths)
     assert rec["round"] == 0 and rec["samples"] == 4 and rec["injected"] == 4
     assert rec["kept"] == len(kept) and rec["train"]["examples"] == len(kept) and rec["train"]["steps"] >= 1
     assert rec["verify"]["candidates"] == 8 and rec["verifications_per_min"] > 0
@@ -139,7 +143,7 @@ def test_a_round_keeps_only_correct_completions_and_trains(tmp_path, pool):
     sft_w, rl_w = adapter_weights(paths.sft_checkpoint), adapter_weights(paths.rl_checkpoint)
     assert sft_w.keys() == rl_w.keys()
     assert any(not torch.equal(sft_w[k], rl_w[k]) for k in sft_w)
-    best = rc.read_best(paths)
+    best = read_best(paths)
     assert best["round"] == 0 and best["policy"] == "sft" and models.checkpoint_complete(Path(best["path"]))
     assert [r["step"] for r in read_curriculum_log(paths.curriculum_log)] == [0]
 
@@ -185,12 +189,12 @@ def test_killed_run_resumes_without_verifying_again(tmp_path, pool):
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == -signal.SIGKILL, proc.stdout[-2000:] + proc.stderr[-3000:]
-    rounds = paths.rl_checkpoint / "rounds"
-    assert models.checkpoint_complete(rounds / "round-000" / "adapter")
-    assert (rounds / "round-001" / "round.json").is_file()
-    assert not models.checkpoint_complete(rounds / "round-001" / "adapter")
-    round0 = {p.name: p.stat().st_mtime_ns for p in (rounds / "round-000").rglob("*") if p.is_file()}
-    samples1 = (rounds / "round-001" / "samples.jsonl").read_text()
+    r0, r1 = paths.rl_round(0), paths.rl_round(1)
+    assert models.checkpoint_complete(r0.adapter)
+    assert r1.meta.is_file()
+    assert not models.checkpoint_complete(r1.adapter)
+    round0 = {p.name: p.stat().st_mtime_ns for p in r0.dir.rglob("*") if p.is_file()}
+    samples1 = r1.samples.read_text()
 
     before = pool.candidates
     messages: list[str] = []
@@ -198,9 +202,9 @@ def test_killed_run_resumes_without_verifying_again(tmp_path, pool):
     assert res.status == "resumed"
     assert pool.candidates == before  # round 1's verdicts were on disk: nothing verified again
     assert any("reusing its 6 verified candidates" in m for m in messages)
-    assert {p.name: p.stat().st_mtime_ns for p in (rounds / "round-000").rglob("*") if p.is_file()} == round0
-    assert (rounds / "round-001" / "samples.jsonl").read_text() == samples1
-    assert models.checkpoint_complete(rounds / "round-001" / "adapter")
+    assert {p.name: p.stat().st_mtime_ns for p in r0.dir.rglob("*") if p.is_file()} == round0
+    assert r1.samples.read_text() == samples1
+    assert models.checkpoint_complete(r1.adapter)
     assert json.loads((paths.rl_checkpoint / models.MARKER).read_text())["final"]
-    assert [r["round"] for r in rc.read_rl_log(paths)] == [0, 1]
+    assert [r["round"] for r in read_rl_log(paths)] == [0, 1]
     assert [r["step"] for r in read_curriculum_log(paths.curriculum_log)] == [0, 1]

@@ -18,7 +18,8 @@ from safetensors.torch import load_file
 
 from tritonrl_lib import models
 from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.train import rl_common as rc
+from tritonrl_lib.train.rl_best import read_best
+from tritonrl_lib.train.rl_log import read_rl_log
 from tritonrl_lib.train.best_of_n import reference_candidates
 from tritonrl_lib.train.grpo import _slot_of, slot_dataset, train_grpo
 from tritonrl_lib.verify.pool import VerifierPool
@@ -51,7 +52,7 @@ def test_grpo_steps_with_rewards_from_the_pool(tmp_path, pool):
     res = train_grpo(cfg, pool=pool, extra_candidates=reference_candidates)
     assert res.status == "trained" and res.rounds_done == 2
 
-    log = rc.read_rl_log(paths)
+    log = read_rl_log(paths)
     assert [r["step"] for r in log] == [0, 1]
     for r in log:
         # per group: the injected reference solution (0.7: correct, no timing on the CPU) and one
@@ -68,7 +69,7 @@ def test_grpo_steps_with_rewards_from_the_pool(tmp_path, pool):
     sft = load_file(str(paths.sft_checkpoint / "adapter_model.safetensors"))
     rl = load_file(str(paths.rl_checkpoint / "adapter_model.safetensors"))
     assert sft.keys() == rl.keys() and any(not torch.equal(sft[k], rl[k]) for k in sft)
-    assert rc.read_best(paths)["method"] == "grpo"
+    assert read_best(paths)["method"] == "grpo"
 
     again = train_grpo(cfg, pool=pool, extra_candidates=reference_candidates)
     assert again.status == "already_done"
@@ -109,6 +110,6 @@ def test_killed_grpo_resumes_from_the_trainer_checkpoint(tmp_path, pool):
     assert res.status == "resumed" and res.rounds_done == 2
     assert any("resuming from checkpoint-1" in m for m in messages)
     assert [m for m in messages if m.startswith("grpo step")] == [m for m in messages if m.startswith("grpo step 1")]
-    assert [r["step"] for r in rc.read_rl_log(paths)] == [0, 1]
+    assert [r["step"] for r in read_rl_log(paths)] == [0, 1]
     assert [c["step"] for c in read_curriculum_log(paths.curriculum_log)] == [0, 1]
     assert json.loads((paths.rl_checkpoint / models.MARKER).read_text())["final"]

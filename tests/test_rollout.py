@@ -16,12 +16,13 @@ from tritonrl_lib.rollout import (
     Rollout,
     SamplingConfig,
     UnsupportedModel,
-    _Tracker,
     closes_code_block,
     rollout,
     stop_token_ids,
     token_pieces,
 )
+from tritonrl_lib.rollout import lean_check
+from tritonrl_lib.rollout.stopping import SequenceTracker
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -203,7 +204,7 @@ def test_fence_stop_on_real_token_sequences(spec):
     eos = frozenset(stop_token_ids(object(), tok))
     for text, marker in FENCED:
         ids = tok(text, add_special_tokens=False)["input_ids"]
-        tr = _Tracker(0, 0, 0, fence=True)
+        tr = SequenceTracker(0, 0, 0, fence=True)
         for token in ids:
             if tr.push(token, pieces[token], eos, max_new=10_000):
                 break
@@ -232,7 +233,7 @@ def test_stopped_text_extracts_as_a_closed_block():
     tok = load_tokenizer("tiny")
     pieces = token_pieces(tok)
     for text, _ in FENCED:
-        tr = _Tracker(0, 0, 0, fence=True)
+        tr = SequenceTracker(0, 0, 0, fence=True)
         for token in tok(text, add_special_tokens=False)["input_ids"]:
             if tr.push(token, pieces[token], frozenset(), 10_000):
                 break
@@ -342,32 +343,28 @@ def scrambled_bf16(scrambled):
 def test_in_half_precision_a_gap_is_settled_against_float32(scrambled_bf16, monkeypatch):
     """bf16 rounding alone separates the engine from the model's own bf16 forward; with the direct
     tolerance set below that gap, the float32 comparison still accepts the engine, and says so."""
-    import tritonrl_lib.rollout as rollout
-
     model, tok, prompts = scrambled_bf16
     lean = LeanDecoder(model, use_graphs=False)
     ids = tok(prompts[2], add_special_tokens=False)["input_ids"]
     gap = lean.check_against(model, ids)
     assert gap > 1e-3  # half precision: the two computations round differently
-    monkeypatch.setattr(rollout, "HALF_TOL", gap / 10)
-    ok, why = rollout.lean_agrees(lean, model, ids)
+    monkeypatch.setattr(lean_check, "HALF_TOL", gap / 10)
+    ok, why = lean_check.lean_agrees(lean, model, ids)
     assert ok and "float32 forward" in why
     r = Rollout(model, tok, engine="auto", cuda_graphs=False)
     assert r.engine_name == "lean" and "checked against float32" in r.note
 
 
 def test_an_engine_that_computes_something_else_is_refused_in_half_precision(scrambled_bf16, monkeypatch):
-    import tritonrl_lib.rollout as rollout
-
     model, tok, prompts = scrambled_bf16
     lean = LeanDecoder(model, use_graphs=False)
     with torch.no_grad():
         lean.layers[0]["wo"].mul_(1.5)  # a mistake an engine could make: one projection off
     ids = tok(prompts[2], add_special_tokens=False)["input_ids"]
     gap = lean.check_against(model, ids)
-    monkeypatch.setattr(rollout, "HALF_TOL", min(0.1, gap / 10))
-    ok, why = rollout.lean_agrees(lean, model, ids)
+    monkeypatch.setattr(lean_check, "HALF_TOL", min(0.1, gap / 10))
+    ok, why = lean_check.lean_agrees(lean, model, ids)
     assert not ok and "float32 forward" in why
-    monkeypatch.setattr(rollout, "FP32_ARBITER_MAX_PARAMS", 10)  # too large for a float32 copy: refused
-    ok, why = rollout.lean_agrees(lean, model, ids)
+    monkeypatch.setattr(lean_check, "FP32_ARBITER_MAX_PARAMS", 10)  # too large for a float32 copy: refused
+    ok, why = lean_check.lean_agrees(lean, model, ids)
     assert not ok and "too large" in why

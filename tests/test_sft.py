@@ -12,11 +12,11 @@ import torch
 from tritonrl_lib import models
 from tritonrl_lib.config import load_config
 from tritonrl_lib.train import packed_attention
-from tritonrl_lib.train.sft import (SFTDataError, SpeedOptions, build_trainer, checkpoint_is_complete,
-                                    completion_nll, fit_to_length, latest_complete_checkpoint,
+from tritonrl_lib.train.sft import (SFTDataError, SpeedOptions, build_trainer, completion_nll, fit_to_length,
                                     load_sft_dataset, main, train_sft)
 from tritonrl_lib.train.sft_log import plot_sft_log, read_sft_log
 from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.train.trainer_checkpoints import checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -249,6 +249,9 @@ def test_only_complete_trainer_checkpoints_are_resumed(tmp_path):
     assert latest_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-10"  # 10 > 2 numerically
     assert not checkpoint_is_complete(tmp_path / "checkpoint-12")
     assert latest_complete_checkpoint(tmp_path / "missing") is None
+    assert checkpoint_step(latest_complete_checkpoint(tmp_path)) == 10
+    with pytest.raises(ValueError, match="checkpoint-N"):
+        checkpoint_step(tmp_path / "adapter")
 
 
 def test_a_model_switched_to_packed_attention_still_generates_the_same(make_cfg):

@@ -16,9 +16,10 @@ import torch
 
 from tritonrl_lib import models
 from tritonrl_lib.config import load_config
-from tritonrl_lib.train.sft import checkpoint_is_complete, latest_complete_checkpoint, train_sft
+from tritonrl_lib.train.sft import train_sft
 from tritonrl_lib.train.sft_log import read_sft_log
 from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.train.trainer_checkpoints import checkpoint_is_complete, latest_complete_checkpoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 

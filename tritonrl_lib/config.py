@@ -205,8 +205,19 @@ class RunPaths:
     def sft_checkpoint(self) -> Path: return self.checkpoints_dir / "sft"
     @property
     def rl_checkpoint(self) -> Path: return self.checkpoints_dir / "rl"
+    # inside checkpoints/rl (train/rl_run.py describes the layout)
+    @property
+    def rl_state(self) -> Path: return self.rl_checkpoint / "rl_state.json"
     @property
     def rl_best(self) -> Path: return self.rl_checkpoint / "best.json"
+    @property
+    def rl_best_adapter(self) -> Path: return self.rl_checkpoint / "best"
+    @property
+    def rl_rounds_dir(self) -> Path: return self.rl_checkpoint / "rounds"
+
+    def rl_round(self, index: int) -> "RoundPaths":
+        """The files of best-of-N round `index` (0-based)."""
+        return RoundPaths(self.rl_rounds_dir / f"round-{index:03d}")
 
     def checkpoint(self, stage: str) -> Path:
         """The adapter folder of a training stage (`sft` or `rl`)."""
@@ -256,6 +267,24 @@ class RunPaths:
                   self.notebooks_dir):
             d.mkdir(parents=True, exist_ok=True)
         return self
+
+
+@dataclass(frozen=True)
+class RoundPaths:
+    """The files of one best-of-N round, in checkpoints/rl/rounds/round-NNN/."""
+
+    dir: Path
+
+    @property
+    def samples(self) -> Path: return self.dir / "samples.jsonl"  # every candidate with its verdict
+    @property
+    def meta(self) -> Path: return self.dir / "round.json"  # written once the round is verified
+    @property
+    def kept(self) -> Path: return self.dir / "kept.jsonl"  # the candidates trained on
+    @property
+    def adapter(self) -> Path: return self.dir / "adapter"  # the adapter after the round's training
+    @property
+    def trainer_dir(self) -> Path: return self.dir / "trainer"  # the fine-tune's scratch output, removed after
 
 
 # --------------------------------------------------------------------------- locating things

@@ -4,7 +4,7 @@
     evaluate_model(cfg, spec, tasks, ...)  one model (any `load_policy` spec) -> one record
 
 For each model stage: load the policy (base model, or base + the stage's LoRA adapter), write
-`eval_k` completions per task with the same prompt every stage uses (rollout.py, batched), free
+`eval_k` completions per task with the same prompt every stage uses (rollout/, batched), free
 the model, then verify every completion in the verifier pool's worker processes. The record
 (`eval_<stage>.json`) has the source's layout (`model_path`, `num_tasks`, `metrics`,
 `detailed_results`) plus what is needed to trust and reproduce it: seed, task source and ids, k,

@@ -34,6 +34,8 @@ import textwrap
 import warnings
 from dataclasses import dataclass
 
+from .fences import closing_fence, opening_fence
+
 # --------------------------------------------------------------------------- result
 
 
@@ -69,11 +71,6 @@ _ROLE_HEADER = re.compile(
 _THINK_TAG = re.compile(r"<(/?)(think|thinking|reasoning|thought)>", re.IGNORECASE)
 _REFERENCE_DEF = re.compile(r"^class[ \t]+Model\b", re.MULTILINE)
 _MODELNEW_DEF = re.compile(r"^[ \t]*class[ \t]+ModelNew\b", re.MULTILINE)
-_FENCE_LINE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n]*?)[ \t]*$")
-# "Here is the code:```python" — a fence opened at the end of a prose line.
-_MIDLINE_OPEN = re.compile(r"\S.*?(?P<fence>`{3,})[ \t]*(?P<info>[A-Za-z][\w+.#-]*)?[ \t]*$")
-# "    return out```" — a closing fence glued to the last code line.
-_GLUED_CLOSE = re.compile(r"^(?P<code>.*?\S)[ \t]*(?P<fence>`{3,})[ \t]*$")
 _CODE_START = re.compile(
     r"^(?:import[ \t]+\w|from[ \t]+[\w.]+[ \t]+import\b|@[A-Za-z_]|class[ \t]+\w|def[ \t]+\w"
     r"|async[ \t]+def\b|#!)")
@@ -228,36 +225,25 @@ def _scan_fences(text: str) -> tuple[list[_Block], list[str]]:
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
-        m = _FENCE_LINE.match(line)
-        if m and m.group("fence")[0] == "`" and "`" in m.group("info"):
-            m = None  # ```inline``` code on one line is not a fence
-        mid = None if m else _MIDLINE_OPEN.match(line)
-        if mid and line.count("`") != len(mid.group("fence")):
-            mid = None
-        if not (m or mid):
+        opening = opening_fence(line)
+        if opening is None:
             outside.append(line)
             i += 1
             continue
-        fence = (m or mid).group("fence")
-        info = ((m or mid).group("info") or "").strip()
-        if mid:
-            outside.append(line[: mid.start("fence")])
+        fence, info = opening.fence, opening.info
+        if opening.start:  # a fence at the end of a prose line: the prose stays outside
+            outside.append(line[:opening.start])
         content: list[str] = []
         closed = False
         j = i + 1
         while j < n:
-            cur = lines[j]
-            cm = _FENCE_LINE.match(cur)
-            if cm and cm.group("fence")[0] == fence[0] and len(cm.group("fence")) >= len(fence) \
-                    and not cm.group("info"):
+            before = closing_fence(lines[j], fence)
+            if before is not None:
+                if before:  # the last code line, with the closing fence glued to its end
+                    content.append(before)
                 closed = True
                 break
-            gm = _GLUED_CLOSE.match(cur) if fence[0] == "`" else None
-            if gm and len(gm.group("fence")) >= len(fence) and "`" not in gm.group("code"):
-                content.append(cur[: gm.start("fence")].rstrip())
-                closed = True
-                break
-            content.append(cur)
+            content.append(lines[j])
             j += 1
         blocks.append(_Block(index=len(blocks) + 1, info=info, lang=_lang_of(info),
                              code="\n".join(content), closed=closed, line=i + 1))

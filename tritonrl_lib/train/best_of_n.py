@@ -1,9 +1,10 @@
 """Best-of-N RL (the source's method): sample, verify, keep the best correct, fine-tune, repeat.
 
-Read top to bottom, `train_best_of_n` does, for each of `rounds` rounds:
+Read top to bottom, `train_best_of_n` opens the run (rl_run.py: the SFT adapter, the training
+tasks, resume or a fresh start) and does, for each of `rounds` rounds:
 
 1. the curriculum draws `tasks_per_round` training tasks (Level 1 / Level 2 mix, curriculum.py);
-2. the policy writes `n_samples` completions per task (rollout.py: batched, stops at the end of
+2. the policy writes `n_samples` completions per task (rollout/: batched, stops at the end of
    the code block); an optional `extra_candidates(task, round)` hook adds candidates of its own
    (tests add the task's reference solution; they are marked `injected` and never count in the
    policy's statistics or the curriculum);
@@ -16,10 +17,10 @@ Read top to bottom, `train_best_of_n` does, for each of `rounds` rounds:
    `build_trainer`, at rl_learning_rate for rl_epochs), and the adapter is saved to the round's
    folder and to checkpoints/rl (what eval loads);
 6. one line per round goes to logs/rl_log.jsonl: tasks, samples, correct rate by level, mean
-   reward, kept, verifications per minute, rollout tokens/s, the curriculum's P(Level 2).
+   reward, kept, verifications per minute, rollout tokens/s, the curriculum's P(Level 2) (rl_log.py).
 
 The best policy (highest mean reward on its round's samples; the SFT start counts as round 0's
-policy) is saved to checkpoints/rl/best with checkpoints/rl/best.json. A policy is measured by the
+policy) is saved to checkpoints/rl/best with checkpoints/rl/best.json (rl_best.py). A policy is measured by the
 round that samples from it, so the last round's adapter is measured only with `score_final=True`
 (one more sampling-and-verification pass, no training).
 """
@@ -40,7 +41,10 @@ from ..prompts import build_messages, format_completion
 from ..rollout import Rollout, SamplingConfig, task_prompts
 from ..tasks.task import Task
 from ..verify.verdict import Verdict
-from . import rl_common as rc
+from .json_io import read_json, read_jsonl, write_json, write_jsonl
+from .rl_best import maybe_record_best
+from .rl_log import append_rl_log, rollout_info, trim_rl_log, verdict_stats, verify_info
+from .rl_run import RLResult, RLRun, open_run, verifier_pool
 
 METHOD = "best_of_n"
 ExtraCandidates = Callable[[Task, int], Sequence[str]]
@@ -85,11 +89,115 @@ def training_rows(kept: Sequence[dict[str, Any]], tasks_by_id: dict[str, Task]) 
              "completion": [{"role": "assistant", "content": c["text"].strip()}]} for c in kept]
 
 
+# --------------------------------------------------------------------------- the loop
+
+
+def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
+                    extra_candidates: ExtraCandidates | None = None, tasks: Sequence[Task] | None = None,
+                    force: bool = False, score_final: bool = False, engine: str = "auto",
+                    echo: Callable[[str], None] | None = None) -> RLResult:
+    """Run (or resume, or find finished) best-of-N RL from the run's SFT adapter; see the module doc.
+
+    `pool`: a VerifierPool to use (default: one made from cfg.verify, closed at the end).
+    `tasks`: the task universe to select from (default: cfg.data.task_source).
+    `extra_candidates(task, round) -> completions`: candidates added beside the policy's samples.
+    `score_final`: sample and verify once more after the last round to measure the final adapter.
+    """
+    say = echo or (lambda s: print(s, flush=True))
+    run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
+    paths, rounds = run.paths, cfg.rl.rounds
+    done = rounds_finished(paths)
+    marker = run.finished_adapter()
+    if run.resuming and done >= rounds and marker and marker.get("final") \
+            and (not score_final or marker.get("scored")):
+        say(f"RL best-of-N already finished: {rounds} rounds, adapter at {paths.rl_checkpoint}")
+        return run.result("already_done", rounds)
+    history = trim_rl_log(paths, "round", done)
+    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
+                                   upto_step=done)
+    by_level = run.by_level
+    if done:
+        say(f"RL best-of-N: resuming after round {done - 1} of {rounds}")
+    levels = ", ".join(f"L{k}: {len(v)}" for k, v in sorted(by_level.items()))
+    say(f"RL best-of-N: {len(run.tasks)} training tasks ({levels}), "
+        f"{rounds} rounds x {cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples, keep top {cfg.rl.top_k}")
+
+    model, tokenizer = models.load_policy(cfg, adapter=paths.rl_round(done - 1).adapter if done else run.start,
+                                          trainable=True)
+    if done:  # a kill between saving a round's adapter and checkpoints/rl leaves the latter behind
+        marker = run.finished_adapter()
+        if not (marker and marker.get("round") == done - 1):
+            _save_round_adapter(run, model, tokenizer, done - 1, to_round_folder=False)
+    sampling = SamplingConfig.from_config(cfg, engine=engine)
+    sampler = Rollout(model, tokenizer, engine=engine)
+    if sampler.note:
+        say(f"RL: {sampler.note}")
+
+    with verifier_pool(cfg, pool) as pool:
+        for r in range(done, rounds + (1 if score_final else 0)):
+            scoring = r >= rounds  # the extra pass that only measures the final adapter
+            drawn = curriculum.sample_tasks(by_level, cfg.rl.tasks_per_round, rng=curriculum.rng(r))
+            p_used = curriculum.p_level2
+            cands, info = _round_candidates(run, r, drawn, scoring, sampler, sampling, pool, extra_candidates)
+            policy = [c for c in cands if not c["injected"]]
+            stats = verdict_stats([c["level"] for c in policy], [Verdict.from_dict(c["verdict"]) for c in policy])
+            cur_rec = curriculum.update([(c["level"], bool(c["verdict"]["correct"])) for c in policy],
+                                        method=METHOD, round=r)
+            maybe_record_best(paths, model, tokenizer, run.base_spec, method=METHOD, stats=stats,
+                              where={"round": r, "policy": "sft" if r == 0 else f"round-{r - 1:03d}"})
+            record: dict[str, Any] = {"method": METHOD, "round": r, "scoring_only": scoring,
+                                      "tasks": [t.id for t in drawn], **stats,
+                                      "injected": sum(c["injected"] for c in cands),
+                                      "rollout": info["rollout"], "verify": info["verify"],
+                                      "verifications_per_min": info["verify"]["per_minute"],
+                                      "rollout_tokens_per_s": info["rollout"]["tokens_per_s"],
+                                      "curriculum_p": p_used, "curriculum_running_l1": cur_rec.running_l1_rate,
+                                      "curriculum_triggered_at": cur_rec.triggered_at}
+            if not scoring:
+                record.update(_keep_and_train(run, r, drawn, cands, model, tokenizer, sampler))
+                _save_round_adapter(run, model, tokenizer, r, to_round_folder=True)
+            else:
+                root = paths.rl_checkpoint
+                write_json(root / models.MARKER, {**(read_json(root / models.MARKER) or {}), "scored": True})
+            append_rl_log(paths, record)
+            history.append(record)
+            say(f"round {r}: correct {stats['correct']}/{stats['samples']} "
+                f"(rate {stats['correct_rate'] if stats['correct_rate'] is not None else float('nan'):.3f}), "
+                f"mean reward {stats['mean_reward'] if stats['mean_reward'] is not None else float('nan'):.3f}, "
+                f"kept {record.get('kept', '-')}, P(L2)={p_used:.2f}")
+    result = run.result("resumed" if done else "trained", rounds, history)
+    say(result.summary())
+    return result
+
+
 # --------------------------------------------------------------------------- one round's pieces
 
 
-def _round_dir(paths: RunPaths, r: int) -> Path:
-    return paths.rl_checkpoint / rc.ROUNDS_DIR / f"round-{r:03d}"
+def rounds_finished(paths: RunPaths) -> int:
+    """How many rounds have their adapter saved (the rounds a resumed run skips)."""
+    done = 0
+    while models.checkpoint_complete(paths.rl_round(done).adapter):
+        done += 1
+    return done
+
+
+def _round_candidates(run: RLRun, r: int, drawn: list[Task], scoring: bool, sampler: Rollout,
+                      sampling: SamplingConfig, pool, extra: ExtraCandidates | None) -> tuple[list[dict], dict]:
+    """The round's candidates with their verdicts: read back when the round was verified before
+    (a resumed run), otherwise sampled from the policy, verified, and written to the round's folder."""
+    files = run.paths.rl_round(r)
+    meta = read_json(files.meta)
+    if meta and meta.get("verified") and meta.get("task_ids") == [t.id for t in drawn]:
+        cands = read_jsonl(files.samples)
+        run.say(f"round {r}: reusing its {len(cands)} verified candidates")
+        return cands, meta["info"]
+    shutil.rmtree(files.dir, ignore_errors=True)
+    sampler.refresh()
+    cands, info = _sample_and_verify(r, drawn, sampler, sampling, pool, run.cfg, extra, run.say)
+    write_jsonl(files.samples, cands)
+    write_json(files.meta, {"round": r, "verified": True, "task_ids": [t.id for t in drawn],
+                            "scoring_only": scoring, "info": info})
+    return cands, info
 
 
 def _sample_and_verify(r: int, tasks: list[Task], sampler: Rollout, sampling: SamplingConfig, pool,
@@ -116,15 +224,49 @@ def _sample_and_verify(r: int, tasks: list[Task], sampler: Rollout, sampling: Sa
     for c, v in zip(cands, verdicts):
         c["verdict"] = v.to_dict()
     st = result.stats
-    info = {"rollout": {"engine": st.engine, "tokens": st.generated_tokens, "seconds": round(rollout_s, 3),
-                        "tokens_per_s": round(st.generated_tokens / rollout_s, 1) if rollout_s > 0 else None,
-                        "finish_reasons": st.finish_reasons, "sequences": st.sequences,
-                        "cuda_graphs": st.cuda_graphs, "note": st.note},
-            "verify": {"candidates": len(cands), "seconds": round(verify_s, 3),
-                       "per_minute": round(60 * len(cands) / verify_s, 1) if verify_s > 0 else None}}
+    info = {"rollout": rollout_info(st, rollout_s), "verify": verify_info(len(cands), verify_s)}
     say(f"round {r}: {st.sequences} samples, {st.generated_tokens} tokens in {rollout_s:.1f}s "
         f"({info['rollout']['tokens_per_s']} tok/s, {st.engine}); verified {len(cands)} in {verify_s:.1f}s")
     return cands, info
+
+
+def _keep_and_train(run: RLRun, r: int, drawn: list[Task], cands: list[dict[str, Any]], model, tokenizer,
+                    sampler: Rollout) -> dict[str, Any]:
+    """Keep each task's top_k correct candidates (kept.jsonl) and fine-tune the policy on them;
+    -> the record's kept / train entries."""
+    import torch
+
+    kept: list[dict[str, Any]] = []
+    for tid in dict.fromkeys(t.id for t in drawn):  # a task drawn twice is one pool of candidates
+        kept += select_top_k([c for c in cands if c["task_id"] == tid], run.cfg.rl.top_k)
+    files = run.paths.rl_round(r)
+    write_jsonl(files.kept, ({k: c[k] for k in ("task_id", "sample_index", "injected", "text")}
+                             | {"reward": c["verdict"]["reward"], "speedup": c["verdict"].get("speedup")}
+                             for c in kept))
+    out: dict[str, Any] = {"kept": len(kept), "kept_injected": sum(c["injected"] for c in kept),
+                           "kept_by_task": {tid: sum(c["task_id"] == tid for c in kept)
+                                            for tid in dict.fromkeys(c["task_id"] for c in kept)}}
+    sampler.release()
+    if kept:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        out["train"] = _fine_tune(run.cfg, model, tokenizer, training_rows(kept, {t.id: t for t in run.tasks}),
+                                  files.trainer_dir, seed=run.cfg.seed + 1000 * (r + 1))
+        run.say(f"round {r}: fine-tuned on {len(kept)} kept completions (loss {out['train'].get('train_loss')})")
+    else:
+        out["train"] = None
+        run.say(f"round {r}: no correct completion to keep; the adapter is unchanged")
+    return out
+
+
+def _save_round_adapter(run: RLRun, model, tokenizer, r: int, to_round_folder: bool) -> None:
+    """The adapter after round `r`: to the round's folder (when asked), then to checkpoints/rl."""
+    rounds = run.cfg.rl.rounds
+    extra = {"stage": "rl", "method": METHOD, "round": r, "rounds": rounds, "final": r == rounds - 1,
+             "fingerprint_start": run.fingerprint["start"]}
+    if to_round_folder:
+        models.save_checkpoint(model, tokenizer, run.paths.rl_round(r).adapter, base_model=run.base_spec, extra=extra)
+    models.save_checkpoint(model, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra=extra)
 
 
 def _fine_tune(cfg: RunConfig, model, tokenizer, rows: list[dict[str, Any]], workdir: Path, seed: int) -> dict:
@@ -156,150 +298,3 @@ def _fine_tune(cfg: RunConfig, model, tokenizer, rows: list[dict[str, Any]], wor
     del trainer
     shutil.rmtree(workdir, ignore_errors=True)
     return info
-
-
-# --------------------------------------------------------------------------- the loop
-
-
-def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
-                    extra_candidates: ExtraCandidates | None = None, tasks: Sequence[Task] | None = None,
-                    force: bool = False, score_final: bool = False, engine: str = "auto",
-                    echo: Callable[[str], None] | None = None) -> rc.RLResult:
-    """Run (or resume, or find finished) best-of-N RL from the run's SFT adapter; see the module doc.
-
-    `pool`: a VerifierPool to use (default: one made from cfg.verify, closed at the end).
-    `tasks`: the task universe to select from (default: cfg.data.task_source).
-    `extra_candidates(task, round) -> completions`: candidates added beside the policy's samples.
-    `score_final`: sample and verify once more after the last round to measure the final adapter.
-    """
-    import torch
-
-    say = echo or (lambda s: print(s, flush=True))
-    t_start = time.perf_counter()
-    paths = (paths or cfg.paths).ensure()
-    start = rc.start_adapter(paths)
-    train_tasks = rc.select_rl_tasks(cfg, paths, tasks)
-    by_level = rc.pool_by_level(train_tasks)
-    tasks_by_id = {t.id: t for t in train_tasks}
-    fp = rc.fingerprint(cfg, METHOD, start, [t.id for t in train_tasks])
-    resuming = rc.prepare_state(cfg, paths, METHOD, fp, force, say)
-    root = paths.rl_checkpoint
-    base_spec = rc.base_model_spec(cfg)
-
-    done = 0
-    while models.checkpoint_complete(_round_dir(paths, done) / "adapter"):
-        done += 1
-    rounds = cfg.rl.rounds
-    final_marker = rc.read_json(root / models.MARKER) if models.checkpoint_complete(root) else None
-    if resuming and done >= rounds and final_marker and final_marker.get("final") \
-            and (not score_final or final_marker.get("scored")):
-        say(f"RL best-of-N already finished: {rounds} rounds, adapter at {root}")
-        return rc.RLResult(METHOD, root, "already_done", rounds_done=rounds, best=rc.read_best(paths),
-                           log=paths.rl_log, curriculum_log=paths.curriculum_log,
-                           wall_s=time.perf_counter() - t_start, history=rc.read_rl_log(paths))
-    history = rc.trim_log(paths.rl_log, "round", done)
-    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
-                                   upto_step=done)
-    if done:
-        say(f"RL best-of-N: resuming after round {done - 1} of {rounds}")
-    say(f"RL best-of-N: {len(train_tasks)} training tasks ({', '.join(f'L{k}: {len(v)}' for k, v in sorted(by_level.items()))}), "
-        f"{rounds} rounds x {cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples, keep top {cfg.rl.top_k}")
-
-    adapter = _round_dir(paths, done - 1) / "adapter" if done else start
-    model, tokenizer = models.load_policy(cfg, adapter=adapter, trainable=True)
-    if done:  # a kill between saving a round's adapter and checkpoints/rl leaves the latter behind
-        marker = rc.read_json(root / models.MARKER) if models.checkpoint_complete(root) else None
-        if not (marker and marker.get("round") == done - 1):
-            models.save_checkpoint(model, tokenizer, root, base_model=base_spec, extra={
-                "stage": "rl", "method": METHOD, "round": done - 1, "rounds": rounds, "final": done == rounds,
-                "fingerprint_start": fp["start"]})
-    sampling = SamplingConfig.from_config(cfg, engine=engine)
-    sampler = Rollout(model, tokenizer, engine=engine)
-    if sampler.note:
-        say(f"RL: {sampler.note}")
-
-    own_pool = pool is None
-    if own_pool:
-        from ..verify.pool import VerifierPool
-
-        pool = VerifierPool(cfg.verify)
-    try:
-        last = rounds + (1 if score_final else 0)
-        for r in range(done, last):
-            scoring = r >= rounds  # the extra pass that only measures the final adapter
-            rdir = _round_dir(paths, r)
-            drawn = curriculum.sample_tasks(by_level, cfg.rl.tasks_per_round, rng=curriculum.rng(r))
-            p_used = curriculum.p_level2
-            meta = rc.read_json(rdir / "round.json")
-            if meta and meta.get("verified") and meta.get("task_ids") == [t.id for t in drawn]:
-                cands = rc.read_jsonl(rdir / "samples.jsonl")
-                info = meta["info"]
-                say(f"round {r}: reusing its {len(cands)} verified candidates")
-            else:
-                shutil.rmtree(rdir, ignore_errors=True)
-                sampler.refresh()
-                cands, info = _sample_and_verify(r, drawn, sampler, sampling, pool, cfg, extra_candidates, say)
-                rc.write_jsonl(rdir / "samples.jsonl", cands)
-                rc.write_json(rdir / "round.json", {"round": r, "verified": True, "task_ids": [t.id for t in drawn],
-                                                    "scoring_only": scoring, "info": info})
-            policy = [c for c in cands if not c["injected"]]
-            pv = [Verdict.from_dict(c["verdict"]) for c in policy]
-            stats = rc.verdict_stats([c["level"] for c in policy], pv)
-            cur_rec = curriculum.update([(c["level"], bool(c["verdict"]["correct"])) for c in policy],
-                                        method=METHOD, round=r)
-            where = {"round": r, "policy": "sft" if r == 0 else f"round-{r - 1:03d}"}
-            if stats["mean_reward"] is not None:
-                rc.maybe_record_best(paths, model, tokenizer, base_spec, method=METHOD, where=where,
-                                     metric="mean_reward", value=stats["mean_reward"],
-                                     extra={"correct_rate": stats["correct_rate"], "samples": stats["samples"]})
-            record: dict[str, Any] = {"method": METHOD, "round": r, "scoring_only": scoring,
-                                      "tasks": [t.id for t in drawn], **stats,
-                                      "injected": sum(c["injected"] for c in cands),
-                                      "rollout": info["rollout"], "verify": info["verify"],
-                                      "verifications_per_min": info["verify"]["per_minute"],
-                                      "rollout_tokens_per_s": info["rollout"]["tokens_per_s"],
-                                      "curriculum_p": p_used, "curriculum_running_l1": cur_rec.running_l1_rate,
-                                      "curriculum_triggered_at": cur_rec.triggered_at}
-            if not scoring:
-                kept: list[dict[str, Any]] = []
-                for tid in dict.fromkeys(t.id for t in drawn):  # a task drawn twice is one pool of candidates
-                    kept += select_top_k([c for c in cands if c["task_id"] == tid], cfg.rl.top_k)
-                rc.write_jsonl(rdir / "kept.jsonl", ({k: c[k] for k in ("task_id", "sample_index", "injected", "text")}
-                                                     | {"reward": c["verdict"]["reward"],
-                                                        "speedup": c["verdict"].get("speedup")} for c in kept))
-                record["kept"] = len(kept)
-                record["kept_injected"] = sum(c["injected"] for c in kept)
-                record["kept_by_task"] = {tid: sum(c["task_id"] == tid for c in kept) for tid in dict.fromkeys(
-                    c["task_id"] for c in kept)}
-                sampler.release()
-                if kept:
-                    if torch.cuda.is_available():
-                        torch.cuda.empty_cache()
-                    record["train"] = _fine_tune(cfg, model, tokenizer, training_rows(kept, tasks_by_id),
-                                                 rdir / "trainer", seed=cfg.seed + 1000 * (r + 1))
-                    say(f"round {r}: fine-tuned on {len(kept)} kept completions "
-                        f"(loss {record['train'].get('train_loss')})")
-                else:
-                    record["train"] = None
-                    say(f"round {r}: no correct completion to keep; the adapter is unchanged")
-                extra = {"stage": "rl", "method": METHOD, "round": r, "rounds": rounds, "final": r == rounds - 1,
-                         "fingerprint_start": fp["start"]}
-                models.save_checkpoint(model, tokenizer, rdir / "adapter", base_model=base_spec, extra=extra)
-                models.save_checkpoint(model, tokenizer, root, base_model=base_spec, extra=extra)
-            else:
-                marker = rc.read_json(root / models.MARKER) or {}
-                rc.write_json(root / models.MARKER, {**marker, "scored": True})
-            rc.append_log(paths.rl_log, record)
-            history.append(record)
-            say(f"round {r}: correct {stats['correct']}/{stats['samples']} "
-                f"(rate {stats['correct_rate'] if stats['correct_rate'] is not None else float('nan'):.3f}), "
-                f"mean reward {stats['mean_reward'] if stats['mean_reward'] is not None else float('nan'):.3f}, "
-                f"kept {record.get('kept', '-')}, P(L2)={p_used:.2f}")
-    finally:
-        if own_pool and pool is not None:
-            pool.close()
-    result = rc.RLResult(METHOD, root, "resumed" if done else "trained", rounds_done=rounds,
-                         best=rc.read_best(paths), log=paths.rl_log, curriculum_log=paths.curriculum_log,
-                         wall_s=time.perf_counter() - t_start, history=history)
-    say(result.summary())
-    return result

@@ -2,11 +2,12 @@
 
 Read top to bottom, `train_grpo`:
 
-1. loads the SFT adapter as a trainable PeftModel and the training tasks (same as best-of-N);
+1. opens the run as best-of-N does (rl_run.py: the SFT adapter, the training tasks, resume or a
+   fresh start) and loads the adapter as a trainable PeftModel;
 2. builds a GRPOTrainer whose optimizer step is one *group batch*: `tasks_per_round` prompts x
    `n_samples` completions (num_generations = n_samples; per-device batch = one group;
    gradient accumulation over the groups, so they are generated together in one rollout);
-3. generates through `rollout_func` with our rollout engine (rollout.py: the same fast sampler and
+3. generates through `rollout_func` with our rollout engine (rollout/: the same fast sampler and
    stop-at-the-closing-fence rule as best-of-N). The curriculum chooses the tasks *at generation
    time*: the trainer's dataset only holds `tasks_per_round` numbered slots, and each step's slots
    are filled with the tasks the curriculum draws for that step (prompts built by prompts.py
@@ -26,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -36,7 +38,10 @@ from ..curriculum import Curriculum, CurriculumSettings
 from ..prompts import format_prompt
 from ..rollout import Rollout, SamplingConfig
 from ..tasks.task import Task
-from . import rl_common as rc
+from .rl_best import maybe_record_best
+from .rl_log import append_rl_log, rollout_info, trim_rl_log, verdict_stats, verify_info
+from .rl_run import RLResult, open_run, verifier_pool
+from .trainer_checkpoints import checkpoint_step, latest_complete_checkpoint, trainer_checkpoints
 
 METHOD = "grpo"
 _SLOT = re.compile(r"^curriculum slot (\d+)$")
@@ -114,13 +119,8 @@ class GRPOPieces:
             out["task_id"].append(task_of[s].id)
             out["finish_reason"].append(reason)
             out["injected"].append(inj)
-        st = res.stats
         self.pending = {"method": METHOD, "step": step, "tasks": [task_of[s].id for s in uniq],
-                        "curriculum_p": self.curriculum.p_level2,
-                        "rollout": {"engine": st.engine, "tokens": st.generated_tokens, "seconds": round(rollout_s, 3),
-                                    "tokens_per_s": round(st.generated_tokens / rollout_s, 1) if rollout_s else None,
-                                    "finish_reasons": st.finish_reasons, "sequences": st.sequences,
-                                    "cuda_graphs": st.cuda_graphs}}
+                        "curriculum_p": self.curriculum.p_level2, "rollout": rollout_info(res.stats, rollout_s)}
         self.pending["rollout_tokens_per_s"] = self.pending["rollout"]["tokens_per_s"]
         # TRL reads sampling log-probs only for vLLM importance sampling; we generate on-policy.
         out["logprobs"] = None  # type: ignore[assignment]
@@ -141,7 +141,7 @@ class GRPOPieces:
         rewards = [float(v.reward) for v in verdicts]
         step = int(trainer_state.global_step) if trainer_state is not None else self.curriculum.step
         own = [i for i in range(len(tasks)) if not (injected and injected[i])]
-        stats = rc.verdict_stats([tasks[i].level for i in own], [verdicts[i] for i in own])
+        stats = verdict_stats([tasks[i].level for i in own], [verdicts[i] for i in own])
         cur = self.curriculum.update([(tasks[i].level, bool(verdicts[i].correct)) for i in own],
                                      method=METHOD, step=step)
         rec = self.pending if self.pending is not None and self.pending.get("step") == step else \
@@ -149,17 +149,13 @@ class GRPOPieces:
         rec.update(stats)
         rec["injected"] = len(tasks) - len(own)
         rec["rewards"] = rewards
-        rec["verify"] = {"candidates": len(texts), "seconds": round(verify_s, 3),
-                         "per_minute": round(60 * len(texts) / verify_s, 1) if verify_s > 0 else None}
+        rec["verify"] = verify_info(len(texts), verify_s)
         rec["verifications_per_min"] = rec["verify"]["per_minute"]
         rec["curriculum_running_l1"] = cur.running_l1_rate
         rec["curriculum_triggered_at"] = cur.triggered_at
         self.pending = rec
-        if stats["mean_reward"] is not None:
-            rc.maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
-                                 where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"},
-                                 metric="mean_reward", value=stats["mean_reward"],
-                                 extra={"correct_rate": stats["correct_rate"], "samples": stats["samples"]})
+        maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
+                          where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"}, stats=stats)
         mean = stats["mean_reward"] if stats["mean_reward"] is not None else float("nan")
         self.say(f"grpo step {step}: correct {stats['correct']}/{stats['samples']}, "
                  f"mean reward {mean:.3f}, P(L2)={rec.get('curriculum_p', float('nan')):.2f}")
@@ -178,7 +174,7 @@ class GRPOPieces:
                     return
                 rec = pieces.pending
                 rec["trl"] = {k: v for k, v in logs.items() if isinstance(v, (int, float))}
-                rc.append_log(pieces.paths.rl_log, rec)
+                append_rl_log(pieces.paths, rec)
                 pieces.history.append(rec)
                 pieces.pending = None
 
@@ -215,7 +211,7 @@ def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
 
 def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, tasks: Sequence[Task] | None = None,
                extra_candidates: Callable[[Task, int], Sequence[str]] | None = None, force: bool = False,
-               engine: str = "auto", echo: Callable[[str], None] | None = None) -> rc.RLResult:
+               engine: str = "auto", echo: Callable[[str], None] | None = None) -> RLResult:
     """Run (or resume, or find finished) GRPO from the run's SFT adapter; see the module doc.
 
     `extra_candidates(task, step) -> completions` replaces the first samples of each group with
@@ -225,70 +221,57 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
     from transformers import set_seed
     from trl import GRPOTrainer
 
-    from .sft import latest_complete_checkpoint, trainer_checkpoints
-
     say = echo or (lambda s: print(s, flush=True))
-    t_start = time.perf_counter()
-    paths = (paths or cfg.paths).ensure()
-    start = rc.start_adapter(paths)
-    train_tasks = rc.select_rl_tasks(cfg, paths, tasks)
-    by_level = rc.pool_by_level(train_tasks)
-    fp = rc.fingerprint(cfg, METHOD, start, [t.id for t in train_tasks])
-    resuming = rc.prepare_state(cfg, paths, METHOD, fp, force, say)
-    root = paths.rl_checkpoint
-    base_spec = rc.base_model_spec(cfg)
-
-    final = rc.read_json(root / models.MARKER) if models.checkpoint_complete(root) else None
-    if resuming and final and final.get("final") and final.get("method") == METHOD:
+    run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
+    paths, root = run.paths, run.paths.rl_checkpoint
+    final = run.finished_adapter()
+    if run.resuming and final and final.get("final") and final.get("method") == METHOD:
         say(f"RL GRPO already finished: {final.get('steps')} steps, adapter at {root}")
-        return rc.RLResult(METHOD, root, "already_done", rounds_done=int(final.get("steps", 0)),
-                           best=rc.read_best(paths), log=paths.rl_log, curriculum_log=paths.curriculum_log,
-                           wall_s=time.perf_counter() - t_start, history=rc.read_rl_log(paths))
-    resume = latest_complete_checkpoint(root) if resuming else None
+        return run.result("already_done", int(final.get("steps", 0)))
+    resume = latest_complete_checkpoint(root) if run.resuming else None
+    step0 = checkpoint_step(resume) if resume else 0
     for step, folder in trainer_checkpoints(root):
-        if resume is None or step > int(resume.name.split("-")[-1]):
-            import shutil
-
+        if resume is None or step > step0:
             shutil.rmtree(folder, ignore_errors=True)  # half-written, or newer than what we resume
-    step0 = int(resume.name.split("-")[-1]) if resume else 0
-    rc.trim_log(paths.rl_log, "step", step0)
+    trim_rl_log(paths, "step", step0)
     curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
                                    upto_step=step0)
-    say(f"RL GRPO: {len(train_tasks)} training tasks, {cfg.rl.grpo_steps} steps x {cfg.rl.tasks_per_round} tasks "
+    say(f"RL GRPO: {len(run.tasks)} training tasks, {cfg.rl.grpo_steps} steps x {cfg.rl.tasks_per_round} tasks "
         f"x {cfg.rl.n_samples} completions" + (f"; resuming from {resume.name}" if resume else ""))
 
     set_seed(cfg.seed)
-    model, tokenizer = models.load_policy(cfg, adapter=start, trainable=True)
-    device = str(rc._device_of(model))
-    own_pool = pool is None
-    if own_pool:
-        from ..verify.pool import VerifierPool
-
-        pool = VerifierPool(cfg.verify)
-    pieces = GRPOPieces(cfg, paths, model, tokenizer, by_level, curriculum, pool, engine, base_spec, say,
-                        extra_candidates=extra_candidates)
-    if pieces.sampler.note:
-        say(f"RL: {pieces.sampler.note}")
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
-    try:
-        trainer = GRPOTrainer(model=model, reward_funcs=[pieces], args=_grpo_args(cfg, root, device),
-                              train_dataset=slot_dataset(cfg.rl.tasks_per_round), processing_class=tokenizer,
-                              callbacks=[pieces.callback()], rollout_func=pieces.rollout)
-        trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-        steps = int(trainer.state.global_step)
-        policy = trainer.accelerator.unwrap_model(trainer.model)
-        models.save_checkpoint(policy, tokenizer, root, base_model=base_spec, extra={
-            "stage": "rl", "method": METHOD, "steps": steps, "final": True, "fingerprint_start": fp["start"],
-            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
-        del trainer
-    finally:
-        if own_pool and pool is not None:
-            pool.close()
-        pieces.sampler.release()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-    result = rc.RLResult(METHOD, root, "resumed" if resume else "trained", rounds_done=steps,
-                         best=rc.read_best(paths), log=paths.rl_log, curriculum_log=paths.curriculum_log,
-                         wall_s=time.perf_counter() - t_start, history=pieces.history)
+    model, tokenizer = models.load_policy(cfg, adapter=run.start, trainable=True)
+    device = str(_device_of(model))
+    with verifier_pool(cfg, pool) as pool:
+        pieces = GRPOPieces(cfg, paths, model, tokenizer, run.by_level, curriculum, pool, engine, run.base_spec, say,
+                            extra_candidates=extra_candidates)
+        if pieces.sampler.note:
+            say(f"RL: {pieces.sampler.note}")
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
+        try:
+            trainer = GRPOTrainer(model=model, reward_funcs=[pieces], args=_grpo_args(cfg, root, device),
+                                  train_dataset=slot_dataset(cfg.rl.tasks_per_round), processing_class=tokenizer,
+                                  callbacks=[pieces.callback()], rollout_func=pieces.rollout)
+            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+            steps = int(trainer.state.global_step)
+            policy = trainer.accelerator.unwrap_model(trainer.model)
+            models.save_checkpoint(policy, tokenizer, root, base_model=run.base_spec, extra={
+                "stage": "rl", "method": METHOD, "steps": steps, "final": True,
+                "fingerprint_start": run.fingerprint["start"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+            del trainer
+        finally:
+            pieces.sampler.release()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+    result = run.result("resumed" if resume else "trained", steps, pieces.history)
     say(result.summary())
     return result
+
+
+def _device_of(model):
+    import torch
+
+    try:
+        return next(model.parameters()).device
+    except StopIteration:
+        return torch.device("cpu")

@@ -31,7 +31,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import shutil
 import sys
 import time
@@ -45,8 +44,9 @@ from .. import models
 from ..config import ConfigError, RunConfig, RunPaths, load_config
 from . import packed_attention
 from .sft_log import JsonlLogCallback, last_session, read_sft_log, trim_sft_log
+from .trainer_checkpoints import (checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint,
+                                  trainer_checkpoints)
 
-CHECKPOINT_PREFIX = "checkpoint-"
 # Settings that change neither the trained weights nor the order of the data.
 _NOT_IN_FINGERPRINT = ("save_steps", "save_total_limit", "logging_steps")
 
@@ -185,41 +185,6 @@ def fingerprint(cfg: RunConfig, data_file: Path, world_size: int, max_steps: int
     sft = {k: v for k, v in dataclasses.asdict(cfg.sft).items() if k not in _NOT_IN_FINGERPRINT}
     return {"model": dataclasses.asdict(cfg.model), "sft": sft, "seed": cfg.seed,
             "data_sha256": _sha256(data_file), "world_size": world_size, "max_steps": max_steps}
-
-
-# --------------------------------------------------------------------------- trainer checkpoints
-
-
-def trainer_checkpoints(output_dir: Path) -> list[tuple[int, Path]]:
-    """(step, folder) of every `checkpoint-N` folder, oldest first."""
-    found = []
-    if output_dir.is_dir():
-        for p in output_dir.iterdir():
-            m = re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", p.name)
-            if m and p.is_dir():
-                found.append((int(m.group(1)), p))
-    return sorted(found)
-
-
-def checkpoint_is_complete(folder: Path) -> bool:
-    """The Trainer writes trainer_state.json last: a folder is complete when that file parses, names
-    this folder's step, and the adapter, optimizer and scheduler it needs are there."""
-    m = re.fullmatch(rf"{CHECKPOINT_PREFIX}(\d+)", folder.name)
-    state = folder / "trainer_state.json"
-    if not m or not state.is_file():
-        return False
-    try:
-        step = json.loads(state.read_text()).get("global_step")
-    except (json.JSONDecodeError, OSError):
-        return False
-    needed = ("adapter_config.json", "optimizer.pt", "scheduler.pt")
-    has_weights = any((folder / w).is_file() for w in ("adapter_model.safetensors", "adapter_model.bin"))
-    return step == int(m.group(1)) and has_weights and all((folder / n).is_file() for n in needed)
-
-
-def latest_complete_checkpoint(output_dir: Path) -> Path | None:
-    complete = [p for _, p in trainer_checkpoints(output_dir) if checkpoint_is_complete(p)]
-    return complete[-1] if complete else None
 
 
 def _same_result(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
@@ -452,7 +417,9 @@ def completion_nll(trainer, max_rows: int | None = None) -> tuple[float, int]:
 # --------------------------------------------------------------------------- the entry
 
 
-def _base_model_spec(spec: str) -> str:
+def base_model_spec(spec: str) -> str:
+    """The base model an adapter trained from `spec` names: a local adapter's own base, a local
+    model folder's absolute path, or the spec itself (a hub id, `embedded`, `tiny`)."""
     p = Path(spec).expanduser()
     if spec not in ("embedded", "tiny") and p.exists():
         return models.adapter_base(p) if models.is_adapter_dir(p) else str(p.resolve())
@@ -496,7 +463,7 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
     # 2. resume or start afresh
     state = _read_json(paths.sft_run_state)
     resume = latest_complete_checkpoint(out) if (state and state.get("fingerprint") == fp and not force) else None
-    resume_step = int(resume.name[len(CHECKPOINT_PREFIX):]) if resume else 0
+    resume_step = checkpoint_step(resume) if resume else 0
     if procs.is_main:
         out.mkdir(parents=True, exist_ok=True)
         (out / models.MARKER).unlink(missing_ok=True)  # the adapter here is not this run's until saved again
@@ -549,7 +516,7 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
         tokens_per_s=tokens_per_s, world_size=procs.world_size, n_examples=len(dataset), plan=plan)
     if trainer.is_world_process_zero():
         peft_model = trainer.accelerator.unwrap_model(trainer.model)
-        models.save_checkpoint(peft_model, tokenizer, out, base_model=_base_model_spec(cfg.model.model), extra={
+        models.save_checkpoint(peft_model, tokenizer, out, base_model=base_model_spec(cfg.model.model), extra={
             "stage": "sft", "fingerprint": fp, "global_step": out_result.global_step,
             "final_loss": final_loss, "train_loss": out_result.train_loss, "tokens_per_s": tokens_per_s,
             "plan": plan, "world_size": procs.world_size,

@@ -1,0 +1,90 @@
+"""The RL log, logs/rl_log.jsonl: one record per best-of-N round or GRPO step (the tasks drawn, the
+verdicts' statistics, rollout and verification speed, the curriculum's state), appended as each
+finishes, cut back to the resumed round or step on a resume, and read back as a table."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..config import RunPaths
+from .json_io import append_jsonl, read_jsonl, write_jsonl
+
+
+def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any]) -> dict[str, Any]:
+    """Correct rate and mean reward overall and by level, and how far candidates got."""
+    n = len(verdicts)
+    out: dict[str, Any] = {"samples": n, "correct": sum(bool(v.correct) for v in verdicts)}
+    out["correct_rate"] = out["correct"] / n if n else None
+    out["mean_reward"] = sum(float(v.reward) for v in verdicts) / n if n else None
+    by_level: dict[str, dict[str, Any]] = {}
+    for lvl in sorted(set(int(x) for x in levels)):
+        vs = [v for x, v in zip(levels, verdicts) if int(x) == lvl]
+        by_level[str(lvl)] = {"samples": len(vs), "correct": sum(bool(v.correct) for v in vs),
+                              "correct_rate": sum(bool(v.correct) for v in vs) / len(vs),
+                              "mean_reward": sum(float(v.reward) for v in vs) / len(vs)}
+    out["by_level"] = by_level
+    stages: dict[str, int] = {}
+    for v in verdicts:
+        stages[v.stage] = stages.get(v.stage, 0) + 1
+    out["stages"] = stages
+    # candidates that got past extraction and the static check, i.e. ran in a worker process
+    out["ran_in_workers"] = sum(n for st, n in stages.items() if st not in ("none", "extract"))
+    return out
+
+
+def rollout_info(stats, seconds: float) -> dict[str, Any]:
+    """A record's `rollout` entry from the sampler's RolloutStats and the call's wall time."""
+    return {"engine": stats.engine, "tokens": stats.generated_tokens, "seconds": round(seconds, 3),
+            "tokens_per_s": round(stats.generated_tokens / seconds, 1) if seconds > 0 else None,
+            "finish_reasons": stats.finish_reasons, "sequences": stats.sequences,
+            "cuda_graphs": stats.cuda_graphs, "note": stats.note}
+
+
+def verify_info(candidates: int, seconds: float) -> dict[str, Any]:
+    """A record's `verify` entry: how many candidates the pool checked, and how fast."""
+    return {"candidates": candidates, "seconds": round(seconds, 3),
+            "per_minute": round(60 * candidates / seconds, 1) if seconds > 0 else None}
+
+
+def append_rl_log(paths: RunPaths, record: dict[str, Any]) -> None:
+    append_jsonl(paths.rl_log, record)
+
+
+def trim_rl_log(paths: RunPaths, key: str, upto: int) -> list[dict[str, Any]]:
+    """Keep the records whose `key` (round or step) < upto: work that finished; rewrite the file;
+    return them."""
+    path = paths.rl_log
+    kept = [r for r in read_jsonl(path) if int(r.get(key, -1)) < upto]
+    if path.is_file():
+        write_jsonl(path, kept)
+    return kept
+
+
+def read_rl_log(paths: RunPaths) -> list[dict[str, Any]]:
+    return read_jsonl(paths.rl_log)
+
+
+def rl_table(paths: RunPaths) -> str:
+    """The rl_log as a plain-text table, one row per round (best-of-N) or step (GRPO)."""
+    log = read_rl_log(paths)
+    if not log:
+        return "(no RL rounds or steps logged yet)"
+    key = "round" if "round" in log[0] else "step"
+
+    def pct(x):
+        return "-" if x is None else f"{100 * x:.0f}%"
+
+    def num(x, fmt="{:.3f}"):
+        return "-" if x is None else fmt.format(x)
+
+    head = f"{key:>5} {'tasks':>5} {'samples':>7} {'correct':>7} {'L1':>5} {'L2':>5} {'reward':>6} " \
+           f"{'kept':>4} {'verif/min':>9} {'tok/s':>8} {'P(L2)':>5}"
+    rows = [head]
+    for r in log:
+        lv = r.get("by_level") or {}
+        rows.append(f"{r.get(key):>5} {len(r.get('tasks', [])):>5} {r.get('samples', 0):>7} "
+                    f"{pct(r.get('correct_rate')):>7} {pct(lv.get('1', {}).get('correct_rate')):>5} "
+                    f"{pct(lv.get('2', {}).get('correct_rate')):>5} {num(r.get('mean_reward')):>6} "
+                    f"{str(r.get('kept', '-')):>4} {num(r.get('verifications_per_min'), '{:.0f}'):>9} "
+                    f"{num(r.get('rollout_tokens_per_s'), '{:.0f}'):>8} {num(r.get('curriculum_p'), '{:.2f}'):>5}")
+    return "\n".join(rows)
