@@ -111,6 +111,10 @@ def test_same_seed_same_weights_other_seed_other_weights(built, tmp_path):
     assert torch.equal(tensor(Path(built.path), name), tensor(Path(again.path), name))
     assert not torch.equal(tensor(Path(built.path), name), tensor(Path(other.path), name))
     assert standin.build_standin(str(TINY), tmp_path / "a", echo=lambda m: None).reused  # a finished folder stays
+    killed = tmp_path / "b" / f".build-{Path(other.path).name}-x1"  # what a build killed midway leaves
+    killed.mkdir()
+    standin.build_standin(str(TINY), tmp_path / "b", seed=1, force=True, echo=lambda m: None)
+    assert not killed.exists() and standin.is_complete(other.path)
 
 
 def test_loading_a_standin_says_so_every_time(built, caplog):

@@ -330,7 +330,9 @@ def _build_at(source: StandinSource, final: Path, *, device: str, dtype: str, se
             return BuildStats(**{**read_marker(final)["build"], "path": str(final), "reused": True})
         if final.exists():
             shutil.rmtree(final)  # an unfinished build, or force
-        build = Path(tempfile.mkdtemp(prefix=".build-", dir=final.parent))
+        for stale in final.parent.glob(f".build-{final.name}-*"):  # left by a killed build (we hold its lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        build = Path(tempfile.mkdtemp(prefix=f".build-{final.name}-", dir=final.parent))
         try:
             stats = _build_into(source, build, final, device=device, dtype=dtype, seed=seed, shard_mb=shard_mb,
                                 echo=echo)
