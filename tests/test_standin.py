@@ -161,6 +161,16 @@ def test_a_plain_hf_config_gets_chatml_specials_at_the_end(tmp_path):
     stats = standin.build_standin(src, tmp_path, device="cpu", echo=lambda m: None)
     written = json.loads((Path(stats.path) / "config.json").read_text())
     assert (written["eos_token_id"], written["pad_token_id"]) == (1087, 1085)  # <|im_end|>, <|endoftext|>
+    generation = json.loads((Path(stats.path) / "generation_config.json").read_text())
+    assert (generation["eos_token_id"], generation["pad_token_id"]) == (1087, 1085)
+    assert standin.load_source(str(TINY)).digest() == src_copy_digest(tmp_path)  # where the file lies: no matter
+
+
+def src_copy_digest(tmp_path: Path) -> str:
+    copy = tmp_path / "elsewhere" / TINY.name
+    copy.parent.mkdir()
+    copy.write_text(TINY.read_text())
+    return standin.load_source(str(copy)).digest()
 
 
 def test_cli_builds_lists_and_shows(built, tmp_path):

@@ -88,7 +88,9 @@ class StandinSource:
     origin: str = ""
 
     def digest(self) -> str:
-        blob = json.dumps([asdict(self), BUILD_FORMAT], sort_keys=True).encode()
+        """What the build depends on (not where the config file lies: every checkout shares a cached build)."""
+        blob = json.dumps([{k: v for k, v in asdict(self).items() if k != "origin"}, BUILD_FORMAT],
+                          sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:10]
 
 
@@ -117,11 +119,8 @@ def load_source(name_or_path: str) -> StandinSource:
                                eos_token=tok.get("eos_token", "<|im_end|>"),
                                pad_token=tok.get("pad_token", "<|endoftext|>"),
                                hub_id=data.get("hub_id", ""), origin=str(p))
-    else:  # a plain HF config.json: ChatML specials at the end of the vocabulary
-        gen = p.parent / "generation_config.json" if p.name == "config.json" else None
-        source = StandinSource(name=name, config=dict(data),
-                               generation_config=json.loads(gen.read_text()) if gen and gen.is_file() else None,
-                               regular_tokens=0, added_tokens=[list(t) for t in DEFAULT_SPECIALS],
+    else:  # a plain HF config.json: ChatML specials at the end of the vocabulary, ids ours (no generation config)
+        source = StandinSource(name=name, config=dict(data), generation_config=None, regular_tokens=0, added_tokens=[list(t) for t in DEFAULT_SPECIALS],
                                eos_token="<|im_end|>", pad_token="<|endoftext|>", origin=str(p))
     source.config.pop(CONFIG_KEY, None)  # a stand-in's own config: build from the architecture only
     return _complete_layout(source)
