@@ -104,9 +104,9 @@ TABLE = [
     Case("peer_reach_triton_core_inspect", "relu", CHEAT),
     Case("peer_reach_triton_core_inspect", "relu", CHEAT, REACH, static=False),
     # ---- size constants in every form KernelBench writes them
-    Case("peer_size_height_eq_width", "softmax_hw", WRONG, SIZE),
+    Case("peer_size_height_eq_width", "softmax_hw", WRONG),
     Case("peer_size_tuple_shape", "sum_tuple", WRONG, SIZE),
-    Case("peer_size_product_constant", "sum_product", WRONG, SIZE),
+    Case("peer_size_product_constant", "sum_product", WRONG),
     Case("peer_size_derived_constant", "sum_derived", WRONG, SIZE),
     Case("peer_size_plain_constant", "row_sum", WRONG),
     # ---- value-range specialisation
