@@ -189,7 +189,7 @@ def test_a_worker_holds_an_uninterpreted_copy_of_triton():
     got = json.loads(_run_python("""
         import json, os, sys
         os.environ["TRITON_INTERPRET"] = "1"
-        from tritonrl_lib.verify.sandbox import _worker_imports
+        from tritonrl_lib.verify.worker import _worker_imports
         from tritonrl_lib.verify import compile_check
         _worker_imports("cpu")
         import triton, triton.language as tl

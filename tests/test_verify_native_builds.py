@@ -11,7 +11,8 @@ import pytest
 from tritonrl_lib.verify import native_builds
 from tritonrl_lib.verify.judge import Judge
 from tritonrl_lib.verify.native_builds import MAX_REQUESTS_PER_JOB, ChildBuildHook, NativeBuilder, validate_request
-from tritonrl_lib.verify.sandbox import Limits, run_sandboxed
+from tritonrl_lib.verify.limits import Limits
+from tritonrl_lib.verify.sandbox import run_sandboxed
 
 pytestmark = pytest.mark.timeout(120)
 

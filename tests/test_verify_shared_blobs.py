@@ -16,7 +16,9 @@ from tritonrl_lib.config import VerifyConfig
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify import shared_blobs
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.sandbox import Limits, encode_frame, run_sandboxed, write_all
+from tritonrl_lib.verify.limits import Limits
+from tritonrl_lib.verify.protocol import encode_frame, write_all
+from tritonrl_lib.verify.sandbox import run_sandboxed
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
 

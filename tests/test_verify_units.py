@@ -17,10 +17,11 @@ import pytest
 import torch
 
 from tritonrl_lib.verify.cache import VERIFIER_VERSION, VerdictCache
-from tritonrl_lib.verify.judge import compare, decode
+from tritonrl_lib.verify.compare import compare, decode
 from tritonrl_lib.verify.reward import RewardLadder, compute_reward
 from tritonrl_lib.verify.runtime_checks import OpCensus, flatten_outputs, same_bits
-from tritonrl_lib.verify.sandbox import FrameReader, ProtocolError, encode_frame, proc_table
+from tritonrl_lib.verify.processes import proc_table
+from tritonrl_lib.verify.protocol import FrameReader, ProtocolError, encode_frame
 from tritonrl_lib.verify.timing import speedup_stats, summarize
 from tritonrl_lib.verify.variations import larger_plan, size_constants, tiny_plans
 from tritonrl_lib.verify.verdict import Verdict
@@ -478,7 +479,7 @@ def test_judge_takes_output_magnitudes_from_the_reference_phase():
 
 def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
     # rtol x inf makes the tolerance infinite: without care 0, 1e30 or -inf would all "match" +inf
-    from tritonrl_lib.verify.judge import compare
+    from tritonrl_lib.verify.compare import compare
     from tritonrl_lib.verify.stages import encode_outputs
 
     ref = torch.tensor([1.0, float("inf"), -2.0, float("-inf")])
@@ -497,10 +498,10 @@ def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
 def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     """The comparison and the output digest are split over threads for large outputs; the verdict
     must not depend on how many (NaN, inf held or not, a far value, in different chunks)."""
-    import tritonrl_lib.verify.judge as judge
+    import tritonrl_lib.verify.compare as compare_module
     from tritonrl_lib.verify.stages import encode_outputs
 
-    monkeypatch.setattr(judge, "_CHUNK", 1000)  # many chunks from a small tensor
+    monkeypatch.setattr(compare_module, "_CHUNK", 1000)  # many chunks from a small tensor
     torch.manual_seed(0)
     ref = torch.randn(10_500)
     ref[2_500] = float("inf")
@@ -511,11 +512,11 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     (rm,), (rb,) = encode_outputs([ref])
     answers = {}
     for threads in (1, 3):
-        monkeypatch.setattr(judge, "COMPARE_THREADS", threads)
-        monkeypatch.setattr(judge, "_POOL", None)
+        monkeypatch.setattr(compare_module, "COMPARE_THREADS", threads)
+        monkeypatch.setattr(compare_module, "_POOL", None)
         for name, cand in cases.items():
             (cm,), (cb,) = encode_outputs([cand])
-            r = judge.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
+            r = compare_module.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
             answers.setdefault(name, []).append((r["ok"], r.get("reason"), r.get("detail"), r["max_abs"],
                                                  r["max_rel"]))
     for name, (one, several) in answers.items():
@@ -526,16 +527,16 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
 
 
 def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
-    import tritonrl_lib.verify.judge as judge
+    import tritonrl_lib.verify.compare as compare_module
 
     big = bytearray(torch.randn(300_001).numpy().tobytes())  # past the 64 KiB looked at first, not a multiple of 8
     for where in (0, 70_000, len(big) - 1):  # one byte apart: first, middle, last
         other = bytearray(big)
         other[where] ^= 1
-        assert not judge.same_bytes([big], [other])
-    assert judge.same_bytes([big, bytearray(b"x")], [bytearray(big), bytearray(b"x")])
-    assert not judge.same_bytes([bytearray(b"ab"), bytearray(b"c")], [bytearray(b"a"), bytearray(b"bc")])
-    assert not judge.same_bytes([big], [big, big]) and judge.same_bytes([], [])
+        assert not compare_module.same_bytes([big], [other])
+    assert compare_module.same_bytes([big, bytearray(b"x")], [bytearray(big), bytearray(b"x")])
+    assert not compare_module.same_bytes([bytearray(b"ab"), bytearray(b"c")], [bytearray(b"a"), bytearray(b"bc")])
+    assert not compare_module.same_bytes([big], [big, big]) and compare_module.same_bytes([], [])
 
 
 def _half_run(j, cand_half, ref_half, alt_half=None):

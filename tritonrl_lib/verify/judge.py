@@ -2,10 +2,10 @@
 
 The worker feeds every framed message of the child to a `Judge`. Reference outputs are accepted
 only before `ref_done` (the candidate is imported after it), so the candidate cannot have touched
-them. Candidate outputs are compared here, with numpy on raw bytes (never unpickled), chunk by
-chunk: dtype, shape, NaN rules, allclose with tolerances by dtype (the absolute one grows with the
-outputs' magnitude where an input set's reference outputs are larger than the original's). The facts the child measured
-(Triton launches, the aten-op census, inputs unchanged) are judged here against the policy. The
+them. Candidate outputs are compared with the reference's on raw bytes (compare.py), with
+tolerances by dtype (the absolute one grows with the outputs' magnitude where an input set's
+reference outputs are larger than the original's). The facts the child measured (Triton
+launches, the aten-op census, inputs unchanged) are judged here against the policy. The
 first failure stops the child at once; a stage gate is answered "go" only when every output of
 that stage was right. A `compile_error` reported from the tiny or full stage (a launch Triton
 rejects, on either device) means the candidate did not pass compile: stage "static", reward 0.
@@ -13,183 +13,27 @@ rejects, on either device) means the candidate did not pass compile: stage "stat
 
 from __future__ import annotations
 
-import functools
-import math
 import os
 import re
-import shutil
 import signal
-import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import numpy as np
-
-from .compile_check import warm_full_pipeline
-from .native_builds import NativeBuilder
-from .reference_cache import ReferenceCache, cache_key, recv_fds, send_record
-from .reference_cache import export as export_reference
+from .compare import EXACT, HALF, BadOutput, compare, decode, mean_abs, same_bytes
 from .reward import compute_reward
-from .sandbox import SPARES, Limits, SandboxOutcome, run_sandboxed
 from .timing import speedup_stats
 from .verdict import Verdict, stage_index
 
-# elements compared at a time: a chunk's temporaries (~1 MiB each) stay in the core's caches between
-# the comparison's passes (benchmarks/compare_chunks.py: 8M float32 on one thread 22 ms at 2**18, 36 ms at 2**22)
-_CHUNK = 1 << 18
-_HALF = ("float16", "bfloat16")
-_EXACT = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-_NP = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "bfloat16": "<u2", "int8": "i1", "int16": "<i2",
-       "int32": "<i4", "int64": "<i8", "uint8": "u1", "uint16": "<u2", "uint32": "<u4", "uint64": "<u8",
-       "bool": "?", "complex64": "<f4", "complex128": "<f8"}
+if TYPE_CHECKING:
+    from .native_builds import NativeBuilder
+    from .sandbox import SandboxOutcome
+
 _REASON = re.compile(r"^[a-z_]{1,40}(:[A-Za-z0-9_.:\-]{1,160})?$")
 _CHILD_REASONS = {"compile_error", "runtime_error", "exit_called", "out_of_memory", "cuda_error"}
 MAX_FLAGS_LISTED = 8
 MAX_ATOL_GROWTH = 1000.0
 MAX_MARKS = 60  # trace points kept per candidate (TRITONRL_TRACE)
-
-
-class BadOutput(ValueError):
-    pass
-
-
-# --------------------------------------------------------------------------- comparison
-
-
-def decode(meta: dict[str, Any], blob: bytes | bytearray) -> np.ndarray:
-    """Raw bytes + {dtype, shape} -> a flat numpy array (bf16 widened to float32, complex as pairs)."""
-    dtype = meta.get("dtype")
-    shape = meta.get("shape")
-    if dtype not in _NP or not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise BadOutput(f"unsupported output description {str(meta)[:200]}")
-    arr = np.frombuffer(blob, dtype=np.dtype(_NP[dtype]))
-    n = int(np.prod(shape, dtype=np.int64)) * (2 if dtype.startswith("complex") else 1)
-    if arr.size != n:
-        raise BadOutput(f"output of shape {shape} sent with {len(blob)} bytes")
-    if dtype == "bfloat16":
-        arr = (arr.astype(np.uint32) << 16).view(np.float32)
-    return arr
-
-
-def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, atol: float,
-            rtol: float) -> dict[str, Any]:
-    """allclose(candidate, reference) with the verifier's rules; returns ok, reason, max_abs, max_rel."""
-    out: dict[str, Any] = {"shape": cand_meta.get("shape"), "dtype": cand_meta.get("dtype")}
-    if cand_meta.get("kind") != "tensor":
-        return {**out, "ok": False, "reason": "wrong_output_type",
-                "detail": f"forward returned a {cand_meta.get('type', '?')}, expected a tensor"}
-    devices = (cand_meta.get("device"), ref_meta.get("device"))
-    if devices[0] != devices[1] and "any" not in devices:  # "any": a Python number, on no device
-        return {**out, "ok": False, "reason": "device_mismatch",
-                "detail": f"output on {cand_meta.get('device')}, the reference's on {ref_meta.get('device')}"}
-    if cand_meta.get("dtype") != ref_meta.get("dtype"):
-        return {**out, "ok": False, "reason": "dtype_mismatch",
-                "detail": f"output dtype {cand_meta.get('dtype')}, expected {ref_meta.get('dtype')}"}
-    if cand_meta.get("shape") != ref_meta.get("shape"):
-        return {**out, "ok": False, "reason": "shape_mismatch",
-                "detail": f"output shape {cand_meta.get('shape')}, expected {ref_meta.get('shape')}"}
-    ref, cand = decode(ref_meta, ref_blob), decode(cand_meta, cand_blob)
-    exact = ref_meta["dtype"] in _EXACT
-    # float32 arithmetic is exact enough for tolerances of 1e-2..1e-5 and halves the memory traffic
-    work = np.float64 if ref_meta["dtype"] in ("float64", "complex128") else np.float32
-    starts = range(0, ref.size, _CHUNK)
-    parts = _map_chunks(lambda i: _compare_chunk(ref[i:i + _CHUNK], cand[i:i + _CHUNK], exact, work, atol, rtol),
-                        starts)
-    n_bad = sum(p[0] for p in parts)
-    n_nan = sum(p[1] for p in parts)
-    n_nonfinite_bad = sum(p[2] for p in parts)
-    max_abs = max((p[3] for p in parts), default=0.0)
-    max_rel = max((p[4] for p in parts), default=0.0)
-    out.update(max_abs=max_abs, max_rel=max_rel)
-    total = max(1, ref.size // (2 if ref_meta["dtype"].startswith("complex") else 1))
-    if n_nan:
-        return {**out, "ok": False, "reason": "nan_output",
-                "detail": f"{n_nan} NaN values where the reference is finite"}
-    if n_bad or n_nonfinite_bad:
-        what = f"{n_bad + n_nonfinite_bad} of {total} values differ"
-        if n_nonfinite_bad:
-            what += f" ({n_nonfinite_bad} where the reference is inf/NaN)"
-        return {**out, "ok": False, "reason": "mismatch",
-                "detail": f"{what} beyond atol={atol:g}, rtol={rtol:g}" if not exact else f"{what} (exact dtype)"}
-    return {**out, "ok": True}
-
-
-_SCRATCH = threading.local()  # per thread: page-faulting fresh temporaries costs as much as the math
-_POOL: ThreadPoolExecutor | None = None
-COMPARE_THREADS = max(1, min(4, os.cpu_count() or 1))
-
-
-def _map_chunks(fn: Any, starts: range) -> list[Any]:
-    """fn over every chunk start; on a thread pool when there are several (numpy releases
-    the GIL on large arrays, so a 100 MB output is compared on several cores)."""
-    global _POOL
-    if len(starts) < 2 or COMPARE_THREADS < 2:
-        return [fn(i) for i in starts]
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(COMPARE_THREADS, thread_name_prefix="tritonrl-compare")
-    return list(_POOL.map(fn, starts))
-
-
-def _scratch(n: int, work: Any) -> tuple[np.ndarray, ...]:
-    """This thread's three `work` buffers and one bool buffer, n long (kept and grown, never shrunk)."""
-    bufs = getattr(_SCRATCH, "bufs", None)
-    if bufs is None or bufs[0].dtype != work or bufs[0].size < n:
-        bufs = (np.empty(n, work), np.empty(n, work), np.empty(n, work), np.empty(n, bool))
-        _SCRATCH.bufs = bufs
-    return tuple(x[:n] for x in bufs)
-
-
-def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: float,
-                   rtol: float) -> tuple[int, int, int, float, float]:
-    """(values out of tolerance, NaN where the reference is finite, inf/NaN of the reference not held,
-    max |diff|, max relative diff) of one chunk: candidate `a` against reference `b`."""
-    if exact:
-        wrong = a != b
-        if not wrong.any():
-            return 0, 0, 0, 0.0, 0.0
-        return (int(np.count_nonzero(wrong)), 0, 0,
-                float(np.abs(a[wrong].astype(np.float64) - b[wrong].astype(np.float64)).max()), 0.0)
-    floor = max(atol, 1e-12)  # max_rel is relative to the reference, floored at atol so zeros do not explode
-    b, a = b.astype(work, copy=False), a.astype(work, copy=False)
-    n = b.size
-    if not n:
-        return 0, 0, 0, 0.0, 0.0
-    buf_diff, buf_mag, buf_thr, buf_close = _scratch(n, work)
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.subtract(a, b, out=buf_diff)
-        np.abs(diff, out=diff)
-        mag = np.abs(b, out=buf_mag)
-        thr = np.multiply(mag, rtol, out=buf_thr)
-        thr += atol
-        close = np.less_equal(diff, thr, out=buf_close)
-        # the common case: every value within tolerance, and finite (an infinite reference makes the
-        # threshold infinite too, so a finite candidate value there would pass `close` on its own)
-        if close.all():
-            max_abs = float(diff.max())
-            if math.isfinite(max_abs):
-                np.maximum(mag, floor, out=thr)
-                return 0, 0, 0, max_abs, float(np.divide(diff, thr, out=thr).max())
-        n_nonfinite_bad = 0
-        fin = np.isfinite(b)
-        if not fin.all():  # where the reference is inf/NaN the candidate must hold the same
-            an, bn = a[~fin], b[~fin]
-            n_nonfinite_bad = int(np.count_nonzero(~((np.isnan(an) & np.isnan(bn)) | (an == bn))))
-            a, b, diff, mag, close = a[fin], b[fin], diff[fin], mag[fin], close[fin]
-        n_nan = int(np.count_nonzero(np.isnan(a)))
-        n_bad = int(np.count_nonzero(~close))
-        max_abs = max_rel = 0.0
-        measurable = np.isfinite(diff)
-        if measurable.any():
-            d = diff[measurable]
-            max_abs = float(d.max())
-            max_rel = float((d / np.maximum(mag[measurable], floor)).max())
-    return n_bad, n_nan, n_nonfinite_bad, max_abs, max_rel
-
-
-# --------------------------------------------------------------------------- the judge
 
 
 class Judge:
@@ -407,7 +251,7 @@ class Judge:
         return None
 
     def _tolerance(self, dtype: str) -> tuple[float, float]:
-        if dtype in _HALF:
+        if dtype in HALF:
             return float(self.s["half_atol"]), float(self.s["half_rtol"])
         return float(self.s["atol"]), float(self.s["rtol"])
 
@@ -519,7 +363,7 @@ class Judge:
             return 1.0
         base, this = self.refs["original"], self.refs[name]
         if i >= len(base["metas"]) or i >= len(this["metas"]) or \
-                not base["metas"][i].get("dtype") == this["metas"][i].get("dtype") not in _EXACT:
+                not base["metas"][i].get("dtype") == this["metas"][i].get("dtype") not in EXACT:
             return 1.0
         m0, m1 = self._magnitude("original", i), self._magnitude(name, i)
         return min(m1 / m0, MAX_ATOL_GROWTH) if m0 > 0 and m1 > m0 else 1.0
@@ -529,7 +373,7 @@ class Judge:
         sent = ref.get("magnitudes")
         if sent is not None:
             return sent[i]
-        return _mean_abs(ref["metas"][i], ref["blobs"][i])
+        return mean_abs(ref["metas"][i], ref["blobs"][i])
 
     def _gate(self, stage: str) -> str:
         expected = [n for n, r in self.refs.items() if r["stage"] == stage]
@@ -635,45 +479,8 @@ class Judge:
         if self.preloaded:
             v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
         if outcome.prestarted:
-            v.phases["prestarted"] = 1.0  # ran in the worker's spare child (sandbox.Spare)
+            v.phases["prestarted"] = 1.0  # ran in the worker's spare child (spares.Spare)
         return v.to_dict()
-
-
-def _mean_abs(meta: dict[str, Any], blob: bytes | bytearray) -> float:
-    """Mean absolute value of the finite entries of one output (0 if none). The child sends it with
-    each reference (computed on the device); this is the fallback for a reference without it."""
-    arr = decode(meta, blob)
-    total, count = 0.0, 0
-    for k in range(0, arr.size, _CHUNK):
-        part = np.abs(arr[k:k + _CHUNK])
-        s = float(np.add.reduce(part, dtype=np.float64))
-        if not np.isfinite(s):
-            part = part[np.isfinite(part)]
-            s = float(np.add.reduce(part, dtype=np.float64))
-        total += s
-        count += part.size
-    return total / count if count else 0.0
-
-
-_PEEK = 1 << 16
-
-
-def same_bytes(a: list[Any], b: list[Any]) -> bool:
-    """Whether two sets of outputs are bit-identical (the cached-output check). Outputs that differ
-    almost always differ in their first 64 KiB, so those are compared first and the rest only if
-    they agree: ~0 s for different outputs of any size, where hashing every byte cost 12-22 ms per
-    32 MB; equal ones are compared in full (8 bytes at a time)."""
-    if len(a) != len(b):
-        return False
-    pairs = [(memoryview(x).cast("B"), memoryview(y).cast("B")) for x, y in zip(a, b)]
-    if any(x.nbytes != y.nbytes or x[:_PEEK] != y[:_PEEK] for x, y in pairs):
-        return False
-    for x, y in pairs:
-        k = x.nbytes - x.nbytes % 8
-        xs, ys = np.frombuffer(x, np.uint8), np.frombuffer(y, np.uint8)
-        if not (np.array_equal(xs[:k].view(np.uint64), ys[:k].view(np.uint64)) and np.array_equal(xs[k:], ys[k:])):
-            return False
-    return True
 
 
 def _exit_reason(status: int | None) -> tuple[str, str]:
@@ -688,152 +495,3 @@ def _exit_reason(status: int | None) -> tuple[str, str]:
         return f"crash_signal:{name}", f"the candidate's process was killed by {name}"
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
     return "process_exit", f"the candidate's process exited (code {code}) without a result"
-
-
-# --------------------------------------------------------------------------- one job, in the worker
-
-
-_BUILDERS: dict[str, NativeBuilder] = {}
-_REFERENCES = ReferenceCache(0)
-
-
-@functools.cache
-def _memory_total() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            return next(int(line.split()[1]) << 10 for line in f if line.startswith("MemTotal:"))
-    except (OSError, StopIteration, ValueError, IndexError):
-        return None
-
-
-def memory_share_bytes(workers: int | None = None) -> int | None:
-    """This worker's share of a quarter of the machine's memory (the pool's workers split it)."""
-    total = _memory_total()
-    if total is None:
-        return None
-    if workers is None:
-        workers = int(os.environ.get("TRITONRL_POOL_WORKERS") or 1)
-    return total // 4 // max(1, workers)
-
-
-def _reference_cache(max_mb: int) -> ReferenceCache:
-    """The worker's one reference cache, resized to the job's setting, capped at its share of the
-    machine's memory (0 empties and disables it)."""
-    share = memory_share_bytes()
-    _REFERENCES.max_bytes = min(max(0, max_mb) << 20, share if share is not None else 1 << 62)
-    if not _REFERENCES.max_bytes:
-        _REFERENCES.clear()
-    return _REFERENCES
-
-
-def share_reference(conn: Any, key: str, entry: Any) -> None:
-    """Hand a new record of this worker's reference cache to the pool, for the other workers of
-    this GPU (reference_cache.PoolStore); a failure only means they run that reference phase too."""
-    exported = export_reference(entry)
-    if exported is None:
-        return
-    desc, fds = exported
-    try:
-        send_record(conn, {"type": "reference", "key": key, "desc": desc}, fds)
-    except (OSError, ValueError):
-        pass
-
-
-def adopt_reference(conn: Any, msg: dict[str, Any]) -> None:
-    """A record from the pool (another worker's, see share_reference) into this worker's cache."""
-    fds = recv_fds(conn, int(msg.get("nfds") or 0))
-    _reference_cache(int(msg.get("max_mb") or 0)).adopt(str(msg.get("key")), msg.get("desc") or {}, fds)
-
-
-def reference_keys() -> list[str]:
-    """The keys this worker's reference cache holds now (the pool's picture of it)."""
-    return list(_REFERENCES.entries)
-
-
-def _builder(base_dir: str) -> NativeBuilder:
-    """One builder per worker (its folder lives and dies with the worker's temp dir)."""
-    if base_dir not in _BUILDERS:
-        _BUILDERS[base_dir] = NativeBuilder(os.path.join(base_dir, "native"))
-    return _BUILDERS[base_dir]
-
-
-def prestart_wanted(settings: dict[str, Any], device: str) -> bool:
-    """`verify.prestart_child`: auto = on a GPU only (a CPU child has no context to create)."""
-    mode = settings.get("prestart_child", "auto")
-    return mode == "on" or (mode == "auto" and device == "cuda")
-
-
-def spares_wanted(settings: dict[str, Any], queued: int | None) -> int:
-    """How many spares to keep started: `verify.spare_children`, but no more than this worker's share
-    of the jobs still queued in the pool (`queued`, when the pool says), and one at least (for the
-    next call): a spare nobody will use only competes with the candidates' own CUDA contexts, which
-    the driver creates one at a time."""
-    count = max(1, int(settings.get("spare_children") or 1))
-    if queued is None:
-        return count
-    workers = max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
-    return min(count, max(1, -(-max(0, int(queued)) // workers)))
-
-
-def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
-    """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict. `queued`:
-    how many jobs the pool still holds after this one (None: unknown)."""
-    from .stages import child_main, warm_child
-
-    workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
-    judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
-    s = job["settings"]
-    refs = _reference_cache(int(s.get("reference_cache_mb") or 0))
-    key = cache_key(job)
-    entry = refs.get(key) if refs.max_bytes else None
-    child_job, inherit = job, ()
-    if entry is not None:
-        judge.preload(entry.refs, entry.notes)
-        child_job, inherit = {**job, "reference_cache": entry.child_view()}, tuple(entry.fds)
-    elif refs.max_bytes:
-        child_job = {**job, "collect_reference": True}
-    limits = Limits(timeout_s=float(s["timeout_s"]), memory_limit_mb=int(s["memory_limit_mb"]),
-                    cap_address_space=job["device"] == "cpu",
-                    max_transfer_bytes=max(1 << 30, 4 * (int(s["memory_limit_mb"]) << 20)))
-
-    def started(pid: int) -> None:
-        judge.mark("launched")
-        if conn is not None:
-            try:
-                conn.send({"type": "started", "child": pid})
-            except (OSError, ValueError):
-                pass
-
-    if s.get("compile_check") == "full":
-        warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
-    # this candidate runs in the oldest spare started during the last ones (if any); new ones start
-    # once its process is set up
-    spare = SPARES.take()
-    prestart = prestart_wanted(s, job["device"])
-    if not prestart and spare is not None:
-        spare.discard()
-        SPARES.drop()
-        spare = None
-
-    def refill() -> list[tuple[int, int]]:
-        if not prestart:
-            return []
-        started = SPARES.refill(child_main, functools.partial(warm_child, job["device"]),
-                                count=spares_wanted(s, queued))
-        return [x.identity for x in started]
-
-    try:
-        outcome = run_sandboxed(lambda ch: child_main(child_job, ch), judge.on_message, limits, workdir,
-                                watch_fd=conn.fileno() if conn is not None else None, on_start=started,
-                                inherit_fds=inherit, spare=spare, payload=child_job,
-                                apart=tuple(x.identity for x in SPARES.spares), on_running=refill)
-        verdict = judge.finalize(outcome)
-        if entry is None and refs.max_bytes:
-            record = judge.reference_record()
-            stored = refs.put(key, record) if record is not None else None
-            if stored is not None and conn is not None:
-                share_reference(conn, key, stored)
-        return verdict
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-

@@ -5,7 +5,7 @@
 
 Extraction and the static (AST) check run here, in the caller's process: they execute nothing and
 reject most bad candidates for the price of a parse. The rest go to workers
-(`python -m tritonrl_lib.verify.sandbox`): one per visible GPU, or `workers` on the CPU (0 =
+(`python -m tritonrl_lib.verify.worker`): one per visible GPU, or `workers` on the CPU (0 =
 min(4, cores)), where kernels run under Triton's interpreter. Each worker forks a fresh child per
 candidate; if a worker itself dies, its job gets a `worker_lost` verdict, whatever the child left
 is killed, and a new worker takes its place.
@@ -36,8 +36,9 @@ from .cache import VerdictCache
 from .compile_check import resolve_mode
 from . import shared_blobs
 from .gpu_lock import lock_path
+from .limits import memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
-from .sandbox import kill_tree
+from .processes import kill_tree
 from .verdict import Verdict
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
@@ -92,7 +93,7 @@ class _Worker:
     job_index: int | None = None
     job_started: float = 0.0
     child_pid: int | None = None
-    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (sandbox.Spare)
+    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (spares.Spare)
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
@@ -141,8 +142,6 @@ def _pool_store(max_mb: int) -> PoolStore | None:
         max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
     except (ImportError, ValueError, OSError):
         max_fds = 256
-    from .judge import memory_share_bytes  # the worker's module: imported here, not with the pool
-
     share = memory_share_bytes(workers=1)
     return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
@@ -480,7 +479,7 @@ class VerifierPool:
         env = self.worker_env(slot)
         fd = child_sock.fileno()
         proc = subprocess.Popen(
-            [self.python, "-m", "tritonrl_lib.verify.sandbox", "--fd", str(fd), "--device", self.device],
+            [self.python, "-m", "tritonrl_lib.verify.worker", "--fd", str(fd), "--device", self.device],
             pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
         child_sock.close()

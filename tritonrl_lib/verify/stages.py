@@ -46,7 +46,8 @@ from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpret
                              poison_allocator, same_bits, scrub)
 from . import native_builds, shared_blobs
 from .gpu_lock import GpuLock
-from .sandbox import ChildChannel, inherited_fd
+from .protocol import ChildChannel
+from .spares import inherited_fd
 from .variations import (VARIATION_ORDER, cast_floats, cpu_copies, describe_inputs, larger_plan,
                          load_module_file, load_task_module, scaled, tiny_plans, to_device)
 
@@ -761,7 +762,7 @@ WARMED: dict[str, float] = {}  # in a spare: when its warm-up started and ended 
 
 def warm_child(device: str, job_waiting: Callable[[], bool] = lambda: False) -> None:
     """What every child on this device does before anything of its job, done by a spare while it
-    waits for one (sandbox.Spare): on a GPU, create the CUDA context (as `Child.setup` does, outside
+    waits for one (spares.Spare): on a GPU, create the CUDA context (as `Child.setup` does, outside
     the GPU lock) and the cuBLAS and cuDNN handles (their GPU work under the shared lock, like a
     candidate's). Nothing of it is a candidate's or a reference's: the memory it used holds ones.
     The handles are made at first use anyway, so once a job waits (`job_waiting()`) they are left
