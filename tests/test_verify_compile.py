@@ -166,7 +166,7 @@ def test_a_plain_python_call_found_while_hashing_the_kernel_is_a_compile_error(t
     script.write_text(textwrap.dedent("""
         import triton, triton.language as tl
         from tritonrl_lib.verify.compile_check import compile_failure_kind
-        from tritonrl_lib.verify.stages import classify
+        from tritonrl_lib.verify.child_context import classify
 
         def positive_part(x):
             return tl.maximum(x, 0.0)
@@ -229,7 +229,7 @@ def test_interpreter_errors_for_compiler_rules_are_compile_errors(tmp_path):
     got = json.loads(_run_python(f"""
         import json, torch
         from tritonrl_lib.verify.compile_check import compile_failure_kind, interpreter_only, mark_compiled
-        from tritonrl_lib.verify.stages import classify
+        from tritonrl_lib.verify.child_context import classify
         from tritonrl_lib.verify.variations import load_module_file
         m = load_module_file({str(path)!r}, "kernels")
         out = {{}}
@@ -273,7 +273,7 @@ def test_the_gpu_side_classifies_the_compilers_own_errors(tmp_path):
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource, make_backend
         from triton.runtime.jit import create_function_from_signature
-        from tritonrl_lib.verify.stages import classify
+        from tritonrl_lib.verify.child_context import classify
         sys.path.insert(0, {str(tmp_path)!r})
         import kernels
         target = GPUTarget("cuda", 90, 32)
@@ -310,7 +310,7 @@ def test_a_compile_error_in_the_full_stage_fails_compile():
 
     from tritonrl_lib.verify.judge import Judge
     from tritonrl_lib.verify.sandbox import SandboxOutcome
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": False}
     judge = Judge({"task_id": "t", "settings": settings, "policy": "strict"})

@@ -25,7 +25,9 @@ from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.reference_cache import ReferenceCache
 from tritonrl_lib.verify.processes import kill_tree, proc_table, proc_table_entry
 from tritonrl_lib.verify.sandbox import run_sandboxed
-from tritonrl_lib.verify.stages import Child, blanks_for, encode_outputs, release_blanks
+from tritonrl_lib.verify.child_context import Child
+from tritonrl_lib.verify.encoding import blanks_for, encode_outputs, release_blanks
+from tritonrl_lib.verify.reference_phase import ReferencePhase
 
 from test_verify_pool import candidate, task
 
@@ -221,7 +223,7 @@ def test_drawing_inputs_gives_the_gpu_lock_up(tmp_path, monkeypatch):
     child.gpu_lock = GpuLock(path)
     with child.gpu_lock.shared():
         assert not can_take_alone()
-        inputs = child.make_inputs(types.SimpleNamespace(get_inputs=get_inputs), seed=1)
+        inputs = ReferencePhase(child).make_inputs(types.SimpleNamespace(get_inputs=get_inputs), seed=1)
         assert child.gpu_lock.held == "shared" and not can_take_alone()
     assert seen == [True] and torch.equal(inputs[0], torch.ones(4))
     child.gpu_lock.close()

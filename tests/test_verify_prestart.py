@@ -142,7 +142,7 @@ def test_the_next_spare_is_neither_counted_nor_killed_with_a_candidate(tmp_path)
 
 
 def test_a_spare_warming_up_learns_that_its_job_waits(tmp_path):
-    """The warm-up may stop early once a job waits (stages.warm_child then leaves the cuBLAS and
+    """The warm-up may stop early once a job waits (child.warm_child then leaves the cuBLAS and
     cuDNN handles to the job): its probe says no until the job is sent, then yes."""
     mark = tmp_path / "waiting"
 

@@ -322,7 +322,7 @@ def _judge(**settings_over):
 
 
 def _send(judge, header: dict, tensors=()):
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     metas, blobs = encode_outputs(list(tensors))
     if tensors:
@@ -480,7 +480,7 @@ def test_judge_takes_output_magnitudes_from_the_reference_phase():
 def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
     # rtol x inf makes the tolerance infinite: without care 0, 1e30 or -inf would all "match" +inf
     from tritonrl_lib.verify.compare import compare
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     ref = torch.tensor([1.0, float("inf"), -2.0, float("-inf")])
     (rm,), (rb,) = encode_outputs([ref])
@@ -499,7 +499,7 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     """The comparison and the output digest are split over threads for large outputs; the verdict
     must not depend on how many (NaN, inf held or not, a far value, in different chunks)."""
     import tritonrl_lib.verify.compare as compare_module
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     monkeypatch.setattr(compare_module, "_CHUNK", 1000)  # many chunks from a small tensor
     torch.manual_seed(0)
@@ -542,7 +542,7 @@ def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
 def _half_run(j, cand_half, ref_half, alt_half=None):
     """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
     reference; returns the candidate's verdict on the bfloat16 set."""
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     tiny, full = torch.randn(4), torch.randn(64)
     assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
@@ -595,7 +595,7 @@ def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_referen
 
 
 def test_judge_refuses_a_malformed_alternative_reference():
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     j = _judge()
     metas, blobs = encode_outputs([torch.ones(8, dtype=torch.bfloat16)])
@@ -607,7 +607,8 @@ def test_judge_refuses_a_malformed_alternative_reference():
 
 
 def test_float32_reference_widens_the_half_model_and_rounds_back():
-    from tritonrl_lib.verify.stages import Child
+    from tritonrl_lib.verify.child_context import Child
+    from tritonrl_lib.verify.reference_phase import ReferencePhase
 
     class Scan(torch.nn.Module):
         def __init__(self):
@@ -618,12 +619,13 @@ def test_float32_reference_widens_the_half_model_and_rounds_back():
             return torch.cumsum(x * self.w, dim=0)
 
     child = Child.__new__(Child)  # only run_ref / finite / sync are used, on the CPU
-    child.device = "cpu"
+    child.device, child.ch = "cpu", None
     child.sync = lambda: None
+    phase = ReferencePhase(child)
     href = Scan().to(torch.bfloat16)
     x = [torch.randn(2048).to(torch.bfloat16)]
-    outs = child.run_ref(href, x)
-    alt = child.float32_reference(href, x, outs, torch.bfloat16)
+    outs = phase.run_ref(href, x)
+    alt = phase.float32_reference(href, x, outs, torch.bfloat16)
     w = href.w.detach().double()  # the half model's own (rounded) weight, widened
     truth = torch.cumsum(x[0].double() * w, 0)
     assert alt[0].dtype == torch.bfloat16 and alt[0].shape == outs[0].shape

@@ -72,7 +72,7 @@ def _builder(base_dir: str) -> NativeBuilder:
 def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
     """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict. `queued`:
     how many jobs the pool still holds after this one (None: unknown)."""
-    from .stages import child_main, warm_child
+    from .child import child_main, warm_child
 
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
     judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)

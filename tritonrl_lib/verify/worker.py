@@ -48,7 +48,7 @@ def _worker_imports(device: str) -> None:
             import triton.experimental.gluon  # noqa: F401
         except ImportError:
             pass
-    from . import job, judge, policy, stages, timing  # noqa: F401
+    from . import child, job, judge, policy, timing  # noqa: F401
 
     if device == "cuda":
         from .compile_check import warm_gpu_compiler
