@@ -165,7 +165,7 @@ def test_a_plain_python_call_found_while_hashing_the_kernel_is_a_compile_error(t
     script = tmp_path / "hashing.py"  # a file: triton.jit reads the kernel's source
     script.write_text(textwrap.dedent("""
         import triton, triton.language as tl
-        from tritonrl_lib.verify.compile_check import compile_failure_kind
+        from tritonrl_lib.verify.compile_errors import compile_failure_kind
         from tritonrl_lib.verify.child_context import classify
 
         def positive_part(x):
@@ -190,15 +190,15 @@ def test_a_worker_holds_an_uninterpreted_copy_of_triton():
         import json, os, sys
         os.environ["TRITON_INTERPRET"] = "1"
         from tritonrl_lib.verify.worker import _worker_imports
-        from tritonrl_lib.verify import compile_check
+        from tritonrl_lib.verify import compiler_copy
         _worker_imports("cpu")
         import triton, triton.language as tl
         before = type(tl.sum).__name__
-        with compile_check.compiler_triton():
+        with compiler_copy.compiler_triton():
             import triton.language as ctl
             inside = (type(ctl.sum).__name__, os.environ["TRITON_INTERPRET"], ctl is not tl)
         import triton.language as after
-        print(json.dumps({"available": compile_check.compiler_available()[0], "before": before,
+        print(json.dumps({"available": compiler_copy.compiler_available()[0], "before": before,
                           "inside": inside, "restored": after is tl and os.environ["TRITON_INTERPRET"] == "1"}))
     """))
     assert got["available"] and got["before"] == "InterpretedFunction"
@@ -228,7 +228,7 @@ def test_interpreter_errors_for_compiler_rules_are_compile_errors(tmp_path):
     '''))
     got = json.loads(_run_python(f"""
         import json, torch
-        from tritonrl_lib.verify.compile_check import compile_failure_kind, interpreter_only, mark_compiled
+        from tritonrl_lib.verify.compile_errors import compile_failure_kind, interpreter_only, mark_compiled
         from tritonrl_lib.verify.child_context import classify
         from tritonrl_lib.verify.variations import load_module_file
         m = load_module_file({str(path)!r}, "kernels")

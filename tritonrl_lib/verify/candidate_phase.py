@@ -22,10 +22,12 @@ import os
 import torch
 
 from .child_context import CANDIDATE_MODULE, Child, classify, excerpt
-from .compile_check import SM, LaunchCompiler, compiler_available, interpreter_only
+from .compile_errors import interpreter_only
+from .compiler_copy import compiler_available
 from . import shared_blobs
 from .encoding import release_blanks
 from .input_sets import InputSet, ModelSpec, Plan
+from .launch_compiler import SM, LaunchCompiler
 from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, perturb_host_allocator,
                              poison_allocator, same_bits)
 from .variations import load_module_file, to_device

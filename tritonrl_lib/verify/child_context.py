@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from . import native_builds, shared_blobs
-from .compile_check import compile_failure_kind
+from .compile_errors import compile_failure_kind
 from .encoding import blanks_for, encode_outputs
 from .gpu_lock import GpuLock
 from .limits import gpu_memory_fraction
@@ -45,7 +45,7 @@ def classify(exc: BaseException, stage: str) -> str:
             or "device-side assert" in low or "cudaerror" in low:
         return "cuda_error"
     # Triton rejected a kernel or a launch before running it (the same rule on both devices; the
-    # interpreter's version of a compiler rule counts too): see compile_check
+    # interpreter's version of a compiler rule counts too): see compile_errors.py
     if compile_failure_kind(exc) is not None:
         return "compile_error"
     return "compile_error" if stage == "compile" else "runtime_error"

@@ -395,7 +395,7 @@ class Judge:
         stage = str(header.get("stage", ""))
         if reason == "compile_error" and stage in ("tiny", "full"):
             # a Triton kernel that fails to compile at a launch did not pass "compile", whichever input
-            # set made that launch: one definition on both devices (see compile_check.py)
+            # set made that launch: one definition on both devices (see compile_errors.py)
             self.passed = "static"
         error = str(header.get("error", ""))[-3000:]
         variation = header.get("variation")

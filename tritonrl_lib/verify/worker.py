@@ -130,7 +130,7 @@ def _main(argv: list[str]) -> None:
     ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
     args = ap.parse_args(argv)
     worker_main(args.fd, args.device)
-    # leave without tearing down modules: the compiler's set-aside copy of Triton (compile_check.py)
+    # leave without tearing down modules: the compiler's set-aside copy of Triton (compiler_copy.py)
     # would make the extension report its objects as leaked
     sys.stdout.flush()
     sys.stderr.flush()
