@@ -9,7 +9,6 @@ below goes through a real pool; the expected verdicts are what a GPU gives (chec
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -21,8 +20,9 @@ import pytest
 
 from tritonrl_lib.config import VerifyConfig, gpu_available
 from tritonrl_lib.tasks.task import Task
-from tritonrl_lib.verify.compile_check import resolve_mode
 from tritonrl_lib.verify.pool import VerifierPool
+from tritonrl_lib.verify.settings import JobSettings
+from tritonrl_lib.verify.settings import resolve_compile_check as resolve_mode
 
 CASES = Path(__file__).parent / "verifier_cases"
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +144,7 @@ def test_full_mode_also_checks_shared_memory():
 
 
 def test_modes_resolve_per_device():
-    assert resolve_mode("auto", "cpu") == "frontend" and resolve_mode(None, "cpu") == "frontend"
+    assert resolve_mode("auto", "cpu") == "frontend"
     assert resolve_mode("full", "cpu") == "full" and resolve_mode("OFF", "cpu") == "off"
     assert all(resolve_mode(m, "cuda") == "off" for m in ("auto", "frontend", "full", "off"))
     with pytest.raises(ValueError, match="compile_check must be one of"):
@@ -312,7 +312,7 @@ def test_a_compile_error_in_the_full_stage_fails_compile():
     from tritonrl_lib.verify.sandbox import SandboxOutcome
     from tritonrl_lib.verify.encoding import encode_outputs
 
-    settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": False}
+    settings = JobSettings.for_device(VerifyConfig(), "cpu").to_json()
     judge = Judge({"task_id": "t", "settings": settings, "policy": "strict"})
 
     def send(header, tensors=()):

@@ -25,6 +25,7 @@ from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.reference_cache import ReferenceCache
 from tritonrl_lib.verify.processes import kill_tree, proc_table, proc_table_entry
 from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.settings import JobSettings
 from tritonrl_lib.verify.child_context import Child
 from tritonrl_lib.verify.encoding import blanks_for, encode_outputs, release_blanks
 from tritonrl_lib.verify.reference_phase import ReferencePhase
@@ -219,7 +220,8 @@ def test_drawing_inputs_gives_the_gpu_lock_up(tmp_path, monkeypatch):
         seen.append(can_take_alone())
         return [torch.ones(4)]
 
-    child = Child({"settings": {}, "device": "cpu", "task_source": ""}, ch=None)
+    child = Child({"settings": JobSettings.for_device(VerifyConfig(), "cpu").to_json(), "device": "cpu",
+                   "task_source": ""}, ch=None)
     child.gpu_lock = GpuLock(path)
     with child.gpu_lock.shared():
         assert not can_take_alone()

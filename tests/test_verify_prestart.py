@@ -285,13 +285,14 @@ def test_an_idle_worker_gives_its_spare_up(monkeypatch):
 
 
 def test_spares_follow_the_jobs_still_queued(monkeypatch):
+    from tritonrl_lib.verify.settings import JobSettings
     from tritonrl_lib.verify.spares import spares_wanted
 
     monkeypatch.setenv("TRITONRL_POOL_WORKERS", "4")
-    s = {"spare_children": 2}
+    s = JobSettings.for_device(VerifyConfig(spare_children=2), "cuda")
     assert spares_wanted(s, None) == 2  # the pool did not say
     assert [spares_wanted(s, q) for q in (0, 1, 4, 5, 8, 100)] == [1, 1, 1, 2, 2, 2]
-    assert spares_wanted({"spare_children": 3}, 100) == 3
+    assert spares_wanted(JobSettings.for_device(VerifyConfig(spare_children=3), "cuda"), 100) == 3
 
 
 def test_a_batch_runs_in_spares_started_after_each_child_is_set_up(tmp_path):

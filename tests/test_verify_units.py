@@ -316,9 +316,10 @@ def _judge(**settings_over):
 
     from tritonrl_lib.config import VerifyConfig
     from tritonrl_lib.verify.judge import Judge
+    from tritonrl_lib.verify.settings import JobSettings
 
-    settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": True, **settings_over}
-    return Judge({"task_id": "t", "settings": settings, "policy": "strict"})
+    settings = dataclasses.replace(JobSettings.for_device(VerifyConfig(), "cuda"), **settings_over)
+    return Judge({"task_id": "t", "settings": settings.to_json(), "policy": "strict"})
 
 
 def _send(judge, header: dict, tensors=()):

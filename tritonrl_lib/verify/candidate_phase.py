@@ -49,7 +49,7 @@ class CandidatePhase:
         census = OpCensus()
         tracker = LaunchTracker(path, census)
         tracker.install()
-        mode = self.child.s.get("compile_check")
+        mode = self.child.settings.compile_check
         if self.device == "cpu" and mode in ("frontend", "full"):
             # every launch is compiled for CUDA before the interpreter runs it, as a GPU would
             available, why = compiler_available()
@@ -181,7 +181,7 @@ class CandidatePhase:
         return True
 
     def timing_wanted(self) -> bool:
-        return bool(self.child.s.get("timing_enabled")) and self.device == "cuda"
+        return bool(self.child.settings.timing_enabled) and self.device == "cuda"
 
     def timing(self, plan: Plan, models: dict[str, torch.nn.Module]) -> bool:
         """Time the candidate against the reference, the full stage's gate asked and not yet
@@ -195,8 +195,9 @@ class CandidatePhase:
             cand_in = to_device(original.inputs, self.device)
             with self.child.gpu_lock.alone() if self.child.gpu_lock else contextlib.nullcontext():
                 self.child.mark("timing_lock")
-                times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in),
-                                  int(self.child.s.get("timing_warmup", 10)), int(self.child.s.get("timing_trials", 50)))
+                settings = self.child.settings
+                times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in), int(settings.timing_warmup),
+                                  int(settings.timing_trials))
             failure = None
         except BaseException as e:
             failure = {"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": excerpt(e)}

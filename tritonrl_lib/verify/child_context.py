@@ -25,6 +25,7 @@ from .encoding import blanks_for, encode_outputs
 from .gpu_lock import GpuLock
 from .limits import gpu_memory_fraction
 from .protocol import ChildChannel
+from .settings import JobSettings
 
 SEED = 42  # every model, the reference's and the candidate's, is built under it; inputs drawn from it
 CANDIDATE_MODULE = "tritonrl_candidate"
@@ -65,7 +66,7 @@ class Child:
     def __init__(self, job: dict[str, Any], ch: ChildChannel):
         self.job = job
         self.ch = ch
-        self.s = job["settings"]
+        self.settings = JobSettings.from_json(job["settings"])
         self.device = "cuda" if job["device"] == "cuda" else "cpu"
         self.workdir = os.getcwd()
         self.source = job["task_source"]

@@ -24,7 +24,7 @@ with a note. A launch the check cannot rebuild (a kernel created inside a functi
 another Triton copy's type) is left to the interpreter, with a note: never a failure.
 
 Setting: `verify.compile_check` = auto (frontend on the CPU; nothing on a GPU, whose real compile is
-the check) | frontend | full | off.
+the check) | frontend | full | off, resolved for the device in settings.py.
 """
 
 from __future__ import annotations
@@ -35,20 +35,6 @@ import tempfile
 
 from .compiler_copy import compiler_available, compiler_triton, env_set, set_aside
 from .launch_compiler import LaunchCompiler
-
-MODES = ("auto", "frontend", "full", "off")
-DEFAULT_MODE = "auto"  # VerifyConfig.compile_check's default
-
-
-def resolve_mode(value: str | None, device: str) -> str:
-    """The check to run for `device`: "off", "frontend" or "full"."""
-    mode = (value or DEFAULT_MODE).strip().lower()
-    if mode not in MODES:
-        raise ValueError(f"verify.compile_check must be one of {', '.join(MODES)}, got {value!r}")
-    if device == "cuda":
-        return "off"  # a GPU compiles every launch for real
-    return "frontend" if mode == "auto" else mode
-
 
 _FULL_WARMED = False
 

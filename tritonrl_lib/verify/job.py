@@ -76,8 +76,8 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | 
 
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
     judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
-    s = job["settings"]
-    refs = _reference_cache(int(s.get("reference_cache_mb") or 0))
+    s = judge.settings
+    refs = _reference_cache(int(s.reference_cache_mb))
     key = cache_key(job)
     entry = refs.get(key) if refs.max_bytes else None
     child_job, inherit = job, ()
@@ -86,7 +86,7 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | 
         child_job, inherit = {**job, "reference_cache": entry.child_view()}, tuple(entry.fds)
     elif refs.max_bytes:
         child_job = {**job, "collect_reference": True}
-    limits = Limits.for_job(s["timeout_s"], s["memory_limit_mb"], job["device"])
+    limits = Limits.for_job(s, job["device"])
 
     def started(pid: int) -> None:
         judge.mark("launched")
@@ -96,7 +96,7 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | 
             except (OSError, ValueError):
                 pass
 
-    if s.get("compile_check") == "full":
+    if s.compile_check == "full":
         warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
     # this candidate runs in the oldest spare started during the last ones (if any); new ones start
     # once its process is set up

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .compare import EXACT, HALF, BadOutput, compare, decode, mean_abs, same_bytes
 from .reward import compute_reward
+from .settings import JobSettings
 from .timing import speedup_stats
 from .verdict import Verdict, stage_index
 
@@ -41,7 +42,7 @@ class Judge:
         self.job = job
         self.builder = builder  # the worker's builds of Triton's C modules (native_builds.py)
         self.build_requests = 0
-        self.s = job["settings"]
+        self.settings = JobSettings.from_json(job["settings"])
         self.policy = job["policy"]
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
@@ -252,8 +253,8 @@ class Judge:
 
     def _tolerance(self, dtype: str) -> tuple[float, float]:
         if dtype in HALF:
-            return float(self.s["half_atol"]), float(self.s["half_rtol"])
-        return float(self.s["atol"]), float(self.s["rtol"])
+            return float(self.settings.half_atol), float(self.settings.half_rtol)
+        return float(self.settings.atol), float(self.settings.rtol)
 
     def _cand(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
         name = str(header.get("name"))
@@ -408,12 +409,12 @@ class Judge:
             return self._fail("protocol_error", "timing before the full stage passed")
         try:
             stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []),
-                                  float(self.s.get("timing_trim", 0.1)))
+                                  float(self.settings.timing_trim))
         except (TypeError, ValueError) as e:
             self.notes.append(f"timing failed: {e}")
             return None
         stats["device"] = str(header.get("device_name", ""))[:100]
-        stats["warmup"] = int(self.s.get("timing_warmup", 10))
+        stats["warmup"] = int(self.settings.timing_warmup)
         wait = header.get("gpu_wait_s")
         if isinstance(wait, (int, float)) and 0 <= wait < 1e6:
             stats["gpu_wait_s"] = round(float(wait), 3)  # how long it waited for the GPU to itself
@@ -465,14 +466,14 @@ class Judge:
             v.ref_time_ms = self.timing["reference"]["trimmed_mean_ms"]
             v.kernel_time_ms = self.timing["candidate"]["trimmed_mean_ms"]
             v.speedup = self.timing["speedup"]
-            review = float(self.s.get("speedup_review", 10.0))
+            review = float(self.settings.speedup_review)
             if v.speedup > review:
                 v.review = True
                 v.notes.append(f"speedup {v.speedup:.1f}x is above the review threshold of {review:g}x: "
                                "check the kernel by hand")
-        elif v.correct and not self.s.get("timing_enabled"):
-            v.notes.append(self.s.get("timing_note") or "timing skipped")
-        v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.s.get("partial_credit", 1.0)))
+        elif v.correct and not self.settings.timing_enabled:
+            v.notes.append(self.settings.timing_note or "timing skipped")
+        v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.settings.partial_credit))
         v.duration_s = round(time.monotonic() - self.started, 3)
         self.mark("end")
         v.phases = {**self.phases, "worker_s": round(self.worker_s, 3), **self.trace}

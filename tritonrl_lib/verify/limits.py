@@ -13,6 +13,10 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .settings import JobSettings
 
 MAX_PROCESSES = 16  # a candidate's tree (the child included) may not hold more live processes
 FILE_SIZE_LIMIT = 1 << 30  # RLIMIT_FSIZE of a candidate's process
@@ -28,12 +32,12 @@ class Limits:
     max_transfer_bytes: int = 64 << 30
 
     @classmethod
-    def for_job(cls, timeout_s: float, memory_limit_mb: int, device: str) -> "Limits":
+    def for_job(cls, settings: JobSettings, device: str) -> Limits:
         """A job's limits: its settings', an address-space cap on the CPU, and at most four times
         its memory limit (1 GiB at least) sent to the worker."""
-        return cls(timeout_s=float(timeout_s), memory_limit_mb=int(memory_limit_mb),
+        return cls(timeout_s=float(settings.timeout_s), memory_limit_mb=int(settings.memory_limit_mb),
                    cap_address_space=device == "cpu",
-                   max_transfer_bytes=max(1 << 30, 4 * (int(memory_limit_mb) << 20)))
+                   max_transfer_bytes=max(1 << 30, 4 * (int(settings.memory_limit_mb) << 20)))
 
 
 def set_rlimits(limits: Limits) -> None:

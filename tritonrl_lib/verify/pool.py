@@ -33,11 +33,11 @@ from typing import Any, Callable, Iterable, Sequence
 from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
-from .compile_check import resolve_mode
 from . import shared_blobs
 from .gpu_lock import lock_path
 from .limits import memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
+from .settings import JobSettings
 from .processes import kill_tree
 from .verdict import Verdict
 
@@ -318,15 +318,7 @@ class VerifierPool:
                                cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
         else:
             notes.append("static check skipped")
-        settings = dataclasses.asdict(cfg)
-        # CPU: compile every launch for CUDA too (compile_check.py); a GPU compiles them for real
-        settings["compile_check"] = resolve_mode(cfg.compile_check, self.device)
-        timing = cfg.timing == "on" or (cfg.timing == "auto" and self.device == "cuda")
-        settings["timing_enabled"] = timing and self.device == "cuda"
-        if self.device != "cuda" and cfg.timing != "off":
-            settings["timing_note"] = "timing skipped: no GPU"
-        elif cfg.timing == "off":
-            settings["timing_note"] = "timing skipped: verify.timing=off"
+        settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
         job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
                "policy": policy, "settings": settings, "device": self.device, "threads": self._threads,
                "notes": notes}
@@ -426,14 +418,14 @@ class VerifierPool:
         return job["reference_key"]
 
     def _recorded(self, w: _Worker, job: dict[str, Any]) -> bool:
-        if self._references is None or not job["settings"].get("reference_cache_mb"):
+        if self._references is None or not job["settings"]["reference_cache_mb"]:
             return False
         key = self._reference_key(job)
         return key in w.ref_keys or self._references.has(self._scope(w), key)
 
     def _offer_reference(self, w: _Worker, job: dict[str, Any]) -> None:
         """Send the worker the pool's record of this job's reference phase if it lacks one."""
-        if self._references is None or not job["settings"].get("reference_cache_mb"):
+        if self._references is None or not job["settings"]["reference_cache_mb"]:
             return
         key = self._reference_key(job)
         rec = self._references.get(self._scope(w), key) if key not in w.ref_keys else None

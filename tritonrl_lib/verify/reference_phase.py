@@ -60,7 +60,7 @@ class ReferencePhase:
 
         self.tiny_reference(plan, plan.models["base"].init_inputs, original)
 
-        wanted = VARIATION_ORDER[: max(1, int(self.child.s.get("num_variations", 5)))]
+        wanted = VARIATION_ORDER[: max(1, int(self.child.settings.num_variations))]
         originally_finite = self.finite(original_outs)
         self.send_ref(plan, "original", "full", "base", original, original_outs)
         ref = plan.models["base"].ref

@@ -14,13 +14,16 @@ import pickle
 import select
 import signal
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import shared_blobs
 from .forking import HARNESS_FAILED, enter_job, fork_with_channel, isolate, leave, report_internal_error
 from .limits import Limits
 from .processes import PR_SET_DUMPABLE, prctl, proc_table_entry
 from .protocol import LEN, ChildChannel, read_exactly
+
+if TYPE_CHECKING:
+    from .settings import JobSettings
 
 SPARE_ACCEPTED = b"A"  # spare -> worker, once it holds its job and before it runs any of it
 SPARE_FDS_PER_MESSAGE = 200  # descriptors per datagram (the kernel takes at most 253)
@@ -215,18 +218,18 @@ def _receive_fds(sock: Any, n: int) -> list[int]:
 # --------------------------------------------------------------------------- the spare policy
 
 
-def prestart_wanted(settings: dict[str, Any], device: str) -> bool:
+def prestart_wanted(settings: JobSettings, device: str) -> bool:
     """`verify.prestart_child`: auto = on a GPU only (a CPU child has no context to create)."""
-    mode = settings.get("prestart_child", "auto")
+    mode = settings.prestart_child
     return mode == "on" or (mode == "auto" and device == "cuda")
 
 
-def spares_wanted(settings: dict[str, Any], queued: int | None) -> int:
+def spares_wanted(settings: JobSettings, queued: int | None) -> int:
     """How many spares to keep started: `verify.spare_children`, but no more than this worker's share
     of the jobs still queued in the pool (`queued`, when the pool says), and one at least (for the
     next call): a spare nobody will use only competes with the candidates' own CUDA contexts, which
     the driver creates one at a time."""
-    count = max(1, int(settings.get("spare_children") or 1))
+    count = max(1, int(settings.spare_children))
     if queued is None:
         return count
     workers = max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
