@@ -24,6 +24,7 @@ import torch
 from .child_context import CANDIDATE_MODULE, Child, classify, excerpt
 from .compile_errors import interpreter_only
 from .compiler_copy import compiler_available
+from . import reasons as R
 from . import shared_blobs
 from .encoding import release_blanks
 from .input_sets import InputSet, ModelSpec, Plan
@@ -36,6 +37,9 @@ MAX_HOLDS_TRACED = 60  # GPU lock holds sent with TRITONRL_TRACE
 
 
 class CandidatePhase:
+    """Runs the candidate through its stages on the reference phase's `plan`; everything it learns
+    goes to the worker, which decides (judge.py)."""
+
     def __init__(self, child: Child, plan: Plan):
         self.child = child
         self.ch = child.ch
@@ -112,7 +116,7 @@ class CandidatePhase:
             module = load_module_file(path, CANDIDATE_MODULE)
             cls = getattr(module, "ModelNew", None)
             if not isinstance(cls, type):
-                self.ch.send({"type": "error", "stage": "compile", "reason": "compile_error",
+                self.ch.send({"type": "error", "stage": "compile", "reason": R.COMPILE_ERROR,
                               "error": "the module defines no class ModelNew"})
                 return None
         except BaseException as e:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from . import native_builds, shared_blobs
+from . import reasons as R
 from .compile_errors import compile_failure_kind
 from .encoding import blanks_for, encode_outputs
 from .gpu_lock import GpuLock
@@ -37,19 +38,19 @@ def classify(exc: BaseException, stage: str) -> str:
     msg = f"{type(exc).__name__}: {exc}"
     low = msg.lower()
     if isinstance(exc, SystemExit):
-        return "exit_called"
+        return R.EXIT_CALLED
     if isinstance(exc, MemoryError) or isinstance(exc, getattr(torch.cuda, "OutOfMemoryError", ())) \
             or "out of memory" in low or "can't allocate memory" in low or "cannot allocate memory" in low:
-        return "out_of_memory"
+        return R.OUT_OF_MEMORY
     accel = getattr(torch, "AcceleratorError", None)
     if (accel is not None and isinstance(exc, accel)) or "cuda error" in low or "illegal memory access" in low \
             or "device-side assert" in low or "cudaerror" in low:
-        return "cuda_error"
+        return R.CUDA_ERROR
     # Triton rejected a kernel or a launch before running it (the same rule on both devices; the
     # interpreter's version of a compiler rule counts too): see compile_errors.py
     if compile_failure_kind(exc) is not None:
-        return "compile_error"
-    return "compile_error" if stage == "compile" else "runtime_error"
+        return R.COMPILE_ERROR
+    return R.COMPILE_ERROR if stage == "compile" else R.RUNTIME_ERROR
 
 
 def excerpt(exc: BaseException) -> str:
@@ -63,6 +64,8 @@ def excerpt(exc: BaseException) -> str:
 
 
 class Child:
+    """One candidate's process: its job (settings rebuilt from the job's JSON), channel and device."""
+
     def __init__(self, job: dict[str, Any], ch: ChildChannel):
         self.job = job
         self.ch = ch

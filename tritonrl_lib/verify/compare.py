@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from . import reasons as R
+
 # elements compared at a time: a chunk's temporaries (~1 MiB each) stay in the core's caches between
 # the comparison's passes (benchmarks/compare_chunks.py: 8M float32 on one thread 22 ms at 2**18, 36 ms at 2**22)
 _CHUNK = 1 << 18
@@ -29,7 +31,7 @@ _NP = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "bfloat16": "<u2", 
 
 
 class BadOutput(ValueError):
-    pass
+    """An output description or byte count that does not fit (the judge calls it a protocol error)."""
 
 
 def decode(meta: dict[str, Any], blob: bytes | bytearray) -> np.ndarray:
@@ -52,17 +54,17 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
     """allclose(candidate, reference) with the verifier's rules; returns ok, reason, max_abs, max_rel."""
     out: dict[str, Any] = {"shape": cand_meta.get("shape"), "dtype": cand_meta.get("dtype")}
     if cand_meta.get("kind") != "tensor":
-        return {**out, "ok": False, "reason": "wrong_output_type",
+        return {**out, "ok": False, "reason": R.WRONG_OUTPUT_TYPE,
                 "detail": f"forward returned a {cand_meta.get('type', '?')}, expected a tensor"}
     devices = (cand_meta.get("device"), ref_meta.get("device"))
     if devices[0] != devices[1] and "any" not in devices:  # "any": a Python number, on no device
-        return {**out, "ok": False, "reason": "device_mismatch",
+        return {**out, "ok": False, "reason": R.DEVICE_MISMATCH,
                 "detail": f"output on {cand_meta.get('device')}, the reference's on {ref_meta.get('device')}"}
     if cand_meta.get("dtype") != ref_meta.get("dtype"):
-        return {**out, "ok": False, "reason": "dtype_mismatch",
+        return {**out, "ok": False, "reason": R.DTYPE_MISMATCH,
                 "detail": f"output dtype {cand_meta.get('dtype')}, expected {ref_meta.get('dtype')}"}
     if cand_meta.get("shape") != ref_meta.get("shape"):
-        return {**out, "ok": False, "reason": "shape_mismatch",
+        return {**out, "ok": False, "reason": R.SHAPE_MISMATCH,
                 "detail": f"output shape {cand_meta.get('shape')}, expected {ref_meta.get('shape')}"}
     ref, cand = decode(ref_meta, ref_blob), decode(cand_meta, cand_blob)
     exact = ref_meta["dtype"] in EXACT
@@ -79,13 +81,13 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
     out.update(max_abs=max_abs, max_rel=max_rel)
     total = max(1, ref.size // (2 if ref_meta["dtype"].startswith("complex") else 1))
     if n_nan:
-        return {**out, "ok": False, "reason": "nan_output",
+        return {**out, "ok": False, "reason": R.NAN_OUTPUT,
                 "detail": f"{n_nan} NaN values where the reference is finite"}
     if n_bad or n_nonfinite_bad:
         what = f"{n_bad + n_nonfinite_bad} of {total} values differ"
         if n_nonfinite_bad:
             what += f" ({n_nonfinite_bad} where the reference is inf/NaN)"
-        return {**out, "ok": False, "reason": "mismatch",
+        return {**out, "ok": False, "reason": R.MISMATCH,
                 "detail": f"{what} beyond atol={atol:g}, rtol={rtol:g}" if not exact else f"{what} (exact dtype)"}
     return {**out, "ok": True}
 

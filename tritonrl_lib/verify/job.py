@@ -24,6 +24,7 @@ from .reference_cache import export as export_reference
 from .sandbox import run_sandboxed
 from .spares import SPARES, prestart_wanted, spares_wanted
 
+# the worker's singletons: one per worker process (a forked child has copies it never uses)
 _BUILDERS: dict[str, NativeBuilder] = {}
 _REFERENCES = ReferenceCache(0)
 

@@ -20,8 +20,10 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
+from . import reasons as R
 from .compare import EXACT, HALF, BadOutput, compare, decode, mean_abs, same_bytes
 from .reward import compute_reward
+from .sandbox import JUDGED
 from .settings import JobSettings
 from .timing import speedup_stats
 from .verdict import Verdict, stage_index
@@ -30,14 +32,15 @@ if TYPE_CHECKING:
     from .native_builds import NativeBuilder
     from .sandbox import SandboxOutcome
 
-_REASON = re.compile(r"^[a-z_]{1,40}(:[A-Za-z0-9_.:\-]{1,160})?$")
-_CHILD_REASONS = {"compile_error", "runtime_error", "exit_called", "out_of_memory", "cuda_error"}
 MAX_FLAGS_LISTED = 8
 MAX_ATOL_GROWTH = 1000.0
 MAX_MARKS = 60  # trace points kept per candidate (TRITONRL_TRACE)
 
 
 class Judge:
+    """One candidate's verdict in the making: `on_message` for each frame of its process (the
+    sandbox acts on the answer: "go", "stop", "final" or a JSON reply), `finalize` once it ended."""
+
     def __init__(self, job: dict[str, Any], builder: NativeBuilder | None = None):
         self.job = job
         self.builder = builder  # the worker's builds of Triton's C modules (native_builds.py)
@@ -82,7 +85,7 @@ class Judge:
         """This candidate's reference phase, for the worker's cache; None unless it completed with
         every input set's inputs and every model's digest."""
         if not (self.cacheable and self.ref_done and self.ref_models and self.refs) or \
-                (self.failure is not None and self.failure[0] in ("reference_error", "internal_error")) or \
+                (self.failure is not None and self.failure[0] in (R.REFERENCE_ERROR, R.INTERNAL_ERROR)) or \
                 set(self.ref_inputs) != set(self.refs):
             return None
         return {"refs": self.refs, "notes": list(self.ref_notes), "models": self.ref_models,
@@ -112,22 +115,22 @@ class Judge:
                 return None
             if kind in ("ref_inputs", "ref_models", "ref_uncacheable", "ref_reset"):
                 if self.ref_done:
-                    return self._fail("protocol_error", f"{kind} after the reference was done")
+                    return self._fail(R.PROTOCOL_ERROR, f"{kind} after the reference was done")
                 return self._reference_cache_message(kind, header, blobs)
             if kind == "ref":
                 with self._worker_time():
                     return self._ref(header, blobs)
             if kind == "ref_error":
-                return self._fail("reference_error",
+                return self._fail(R.REFERENCE_ERROR,
                                   "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
             if kind == "ref_done":
                 self._phase("reference")
                 self.ref_done = True
                 if "original" not in self.refs:
-                    return self._fail("reference_error", "no reference outputs for the original inputs")
+                    return self._fail(R.REFERENCE_ERROR, "no reference outputs for the original inputs")
                 return None
             if not self.ref_done:
-                return self._fail("protocol_error", f"message {kind!r} before the reference was done")
+                return self._fail(R.PROTOCOL_ERROR, f"message {kind!r} before the reference was done")
             if kind == "stage" and header.get("stage") == "compile" and self.passed == "static":
                 self._phase("compile")
                 self.passed = "compile"
@@ -146,10 +149,10 @@ class Judge:
                 self.mark("done")
                 return "final"  # nothing follows: the sandbox ends the process without waiting for its exit
             if kind == "internal_error":
-                return self._fail("internal_error", str(header.get("error", ""))[-3000:])
-            return self._fail("protocol_error", f"unexpected message {str(kind)[:40]!r}")
+                return self._fail(R.INTERNAL_ERROR, str(header.get("error", ""))[-3000:])
+            return self._fail(R.PROTOCOL_ERROR, f"unexpected message {str(kind)[:40]!r}")
         except BadOutput as e:
-            return self._fail("protocol_error", str(e))
+            return self._fail(R.PROTOCOL_ERROR, str(e))
 
     def mark(self, label: str, t: Any = None, lock_wait: Any = None) -> None:
         """A point of this candidate's run on the machine's monotonic clock (`@label`) and the GPU
@@ -182,15 +185,15 @@ class Judge:
         flag = re.sub(r"[^A-Za-z0-9_.:\-]", "_", flag)[:120]  # kernel and op names end up in reasons
         if flag not in self.flags:
             self.flags.append(flag)
-        return self._fail(f"cheat:{flag}", error)
+        return self._fail(R.cheat(flag), error)
 
     def _ref(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
         if self.ref_done:
-            return self._fail("protocol_error", "reference outputs sent after the candidate was imported")
+            return self._fail(R.PROTOCOL_ERROR, "reference outputs sent after the candidate was imported")
         name, stage = str(header.get("name")), header.get("stage")
         metas = header.get("outputs")
         if stage not in ("tiny", "full") or not isinstance(metas, list) or name in self.refs:
-            return self._fail("internal_error", f"malformed reference message for {name}")
+            return self._fail(R.INTERNAL_ERROR, f"malformed reference message for {name}")
         # a half-precision input set may carry a second, equally valid reference: the same model run
         # in float32 on the same rounded inputs (PyTorch's own half kernels, scans on CUDA among
         # them, may accumulate in half; a kernel that accumulates in float32 is right, not wrong)
@@ -198,11 +201,11 @@ class Judge:
         n_alt = len(alt) if isinstance(alt, list) else 0
         tensors = [m for m in metas if isinstance(m, dict) and m.get("kind") == "tensor"]
         if len(tensors) != len(metas) or len(blobs) != len(metas) + n_alt:
-            return self._fail("reference_error", f"the reference's outputs for {name} are not all tensors")
+            return self._fail(R.REFERENCE_ERROR, f"the reference's outputs for {name} are not all tensors")
         if n_alt and (n_alt != len(metas) or any(not isinstance(a, dict) or a.get("kind") != "tensor"
                                                  or a.get("dtype") != m.get("dtype") or a.get("shape") != m.get("shape")
                                                  for a, m in zip(alt, metas))):
-            return self._fail("internal_error", f"malformed alternative reference for {name}")
+            return self._fail(R.INTERNAL_ERROR, f"malformed alternative reference for {name}")
         for m, b in zip(metas + (alt if n_alt else []), blobs):
             decode(m, b)  # validates sizes
         main = blobs[:len(metas)]
@@ -260,7 +263,7 @@ class Judge:
         name = str(header.get("name"))
         ref = self.refs.get(name)
         if ref is None or name in self.results or self.passed == "static":
-            return self._fail("protocol_error", f"unexpected candidate outputs for {name[:40]!r}")
+            return self._fail(R.PROTOCOL_ERROR, f"unexpected candidate outputs for {name[:40]!r}")
         stage = ref["stage"]
         entry: dict[str, Any] = {"name": name, "stage": stage, "inputs": ref["inputs"]}
         self.results[name] = entry
@@ -270,42 +273,42 @@ class Judge:
         foreign = header.get("foreign") or {}
         ops = header.get("ops") or {}
         if not isinstance(launches, int) or not isinstance(foreign, dict) or not isinstance(ops, dict):
-            return self._fail("protocol_error", "malformed candidate message")
+            return self._fail(R.PROTOCOL_ERROR, "malformed candidate message")
         entry["launches"] = launches
         entry["kernels"] = {str(k)[:80]: v for k, v in list((header.get("kernels") or {}).items())[:20]}
         for kernel in list(foreign)[:MAX_FLAGS_LISTED]:
-            self._flag(f"foreign_kernel:{str(kernel)[:80]}", f"forward launched Triton kernel {kernel}, which is not "
-                       "defined in the solution's module")
+            self._flag(f"{R.FOREIGN_KERNEL}:{str(kernel)[:80]}", f"forward launched Triton kernel {kernel}, which "
+                       "is not defined in the solution's module")
         if launches <= 0 and not foreign:
-            self._flag("no_triton_launch", f"forward launched no Triton kernel on the {name} inputs")
+            self._flag(R.NO_TRITON_LAUNCH, f"forward launched no Triton kernel on the {name} inputs")
         from .policy import runtime_op_allowed
 
         forbidden = sorted(str(op) for op in ops if not runtime_op_allowed(self.policy, str(op)))
         for op in forbidden[:MAX_FLAGS_LISTED]:
-            self._flag(f"pytorch_compute:{op[:80]}", f"forward ran PyTorch op {op} ({ops[op]}x), which the "
+            self._flag(f"{R.PYTORCH_COMPUTE}:{op[:80]}", f"forward ran PyTorch op {op} ({ops[op]}x), which the "
                        f"{self.policy!r} policy leaves to Triton; ops seen: {', '.join(sorted(map(str, ops)))[:600]}")
         if header.get("inputs_unchanged") is not True:
-            self._flag("input_mutated", f"forward changed its inputs in place on the {name} inputs")
+            self._flag(R.INPUT_MUTATED, f"forward changed its inputs in place on the {name} inputs")
 
         metas = header.get("outputs")
         if not isinstance(metas, list):
-            return self._fail("protocol_error", "malformed candidate outputs")
+            return self._fail(R.PROTOCOL_ERROR, "malformed candidate outputs")
         n_tensors = sum(1 for m in metas if isinstance(m, dict) and m.get("kind") == "tensor")
         if n_tensors != len(blobs):
-            return self._fail("protocol_error", "candidate outputs and data do not match")
+            return self._fail(R.PROTOCOL_ERROR, "candidate outputs and data do not match")
         cached_from = [other for other, seen in self.cand_outputs.items()
                        if same_bytes(seen, blobs) and not same_bytes(self.refs[other]["blobs"], ref["blobs"])]
         self.cand_outputs[name] = blobs
         if cached_from:
-            self._flag("cached_output", f"forward returned bit-identical outputs for the {name} and {cached_from[0]} "
+            self._flag(R.CACHED_OUTPUT, f"forward returned bit-identical outputs for the {name} and {cached_from[0]} "
                        "inputs, whose reference outputs differ")
         if self.flags:
             entry["ok"] = False
             return "stop"
 
         if len(metas) != len(ref["metas"]):
-            entry.update(ok=False, reason="shape_mismatch")
-            return self._fail("shape_mismatch", f"{name}: forward returned {len(metas)} outputs, the reference "
+            entry.update(ok=False, reason=R.SHAPE_MISMATCH)
+            return self._fail(R.SHAPE_MISMATCH, f"{name}: forward returned {len(metas)} outputs, the reference "
                               f"{len(ref['metas'])}", stage)
         blob_iter = iter(blobs)
         results = []
@@ -317,7 +320,7 @@ class Judge:
                 atol *= grow
                 entry["atol_scaled"] = round(grow, 3)
             r = compare(rm, rb, cm if isinstance(cm, dict) else {}, cb, atol, rtol)
-            if not r["ok"] and r.get("reason") == "mismatch" and ref.get("alt"):
+            if not r["ok"] and r.get("reason") == R.MISMATCH and ref.get("alt"):
                 r2 = compare(rm, ref["alt"][i], cm, cb, atol, rtol)
                 if r2["ok"]:
                     r = {**r2, "matched": "float32-accumulated reference"}
@@ -337,8 +340,8 @@ class Judge:
         entry["reason"] = reason
         entry["detail"] = bad["detail"]
         where = f"{name} inputs ({ref['inputs']})" + (f", output {bad['output']}" if len(results) > 1 else "")
-        if reason == "mismatch":
-            reason = f"mismatch:{name}"
+        if reason == R.MISMATCH:
+            reason = R.mismatch(name)
         return self._fail(reason, f"{bad['detail']} on the {where}", stage)
 
     @contextmanager
@@ -379,22 +382,22 @@ class Judge:
     def _gate(self, stage: str) -> str:
         expected = [n for n, r in self.refs.items() if r["stage"] == stage]
         if stage not in ("tiny", "full") or not expected:
-            return self._fail("protocol_error", f"gate for unknown stage {stage[:20]!r}")
+            return self._fail(R.PROTOCOL_ERROR, f"gate for unknown stage {stage[:20]!r}")
         missing = [n for n in expected if not self.results.get(n, {}).get("ok")]
         if missing or self.failure or self.flags:
-            return self._fail("protocol_error", f"stage {stage} ended without outputs for {', '.join(missing)}")
+            return self._fail(R.PROTOCOL_ERROR, f"stage {stage} ended without outputs for {', '.join(missing)}")
         if stage_index(self.passed) != stage_index(stage) - 1:
-            return self._fail("protocol_error", f"stage {stage} out of order")
+            return self._fail(R.PROTOCOL_ERROR, f"stage {stage} out of order")
         self.passed = stage
         self._phase(stage)
         return "go"
 
     def _child_error(self, header: dict[str, Any]) -> str:
-        reason = str(header.get("reason", "runtime_error"))
-        if reason not in _CHILD_REASONS:
-            reason = "runtime_error"
+        reason = str(header.get("reason", R.RUNTIME_ERROR))
+        if reason not in R.CHILD_REASONS:  # the candidate's process may give only these (it is the candidate's)
+            reason = R.RUNTIME_ERROR
         stage = str(header.get("stage", ""))
-        if reason == "compile_error" and stage in ("tiny", "full"):
+        if reason == R.COMPILE_ERROR and stage in ("tiny", "full"):
             # a Triton kernel that fails to compile at a launch did not pass "compile", whichever input
             # set made that launch: one definition on both devices (see compile_errors.py)
             self.passed = "static"
@@ -406,7 +409,7 @@ class Judge:
 
     def _timing(self, header: dict[str, Any]) -> str | None:
         if self.passed != "full":
-            return self._fail("protocol_error", "timing before the full stage passed")
+            return self._fail(R.PROTOCOL_ERROR, "timing before the full stage passed")
         try:
             stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []),
                                   float(self.settings.timing_trim))
@@ -430,24 +433,24 @@ class Judge:
         error = ""
         if self.failure is not None:
             reason, error = self.failure
-        elif outcome.kill_reason and outcome.kill_reason != "judged":
+        elif outcome.kill_reason and outcome.kill_reason != JUDGED:
             reason, error = outcome.kill_reason, outcome.detail
         elif not self.done:
             reason, error = _exit_reason(outcome.exit_status)
         elif outcome.leftover_processes:
-            reason = "fork_flood"
+            reason = R.FORK_FLOOD
             error = f"{outcome.leftover_processes} processes were still alive after the candidate's process exited"
         elif stage_index(self.passed) < stage_index("full"):
-            reason, error = "protocol_error", "the candidate's process finished without passing every stage"
+            reason, error = R.PROTOCOL_ERROR, "the candidate's process finished without passing every stage"
         else:
-            reason = "ok"
-        if reason == "fork_flood" and "fork_flood" not in self.flags:
-            self.flags.append("fork_flood")  # processes of its own: never a correct solution
-        if outcome.leftover_processes and reason != "fork_flood":
+            reason = R.OK
+        if reason == R.FORK_FLOOD and R.FORK_FLOOD not in self.flags:
+            self.flags.append(R.FORK_FLOOD)  # processes of its own: never a correct solution
+        if outcome.leftover_processes and reason != R.FORK_FLOOD:
             v.notes.append(f"{outcome.leftover_processes} leftover processes killed")
-        if reason in ("memory_limit", "out_of_memory") and outcome.peak_rss_mb:
+        if reason in (R.MEMORY_LIMIT, R.OUT_OF_MEMORY) and outcome.peak_rss_mb:
             v.notes.append(f"peak resident memory {outcome.peak_rss_mb:.0f} MiB")
-        if reason not in ("ok",) and outcome.log_tail.strip() and reason not in ("cheat:no_triton_launch",):
+        if reason != R.OK and outcome.log_tail.strip() and reason != R.cheat(R.NO_TRITON_LAUNCH):
             tail = outcome.log_tail.strip()[-1500:]
             if tail and tail not in error:
                 error = (error + "\n--- candidate output (tail) ---\n" + tail).strip()
@@ -456,9 +459,9 @@ class Judge:
         v.stage = self.passed
         if stage_index(self.passed) >= stage_index("full") and not self.flags:
             v.correct = True
-            if reason != "ok":  # failed while timing: still correct, but no speed number
-                reason = f"timing_failed:{reason}"
-        v.reason = reason if _REASON.match(reason) else "runtime_error"
+            if reason != R.OK:  # failed while timing: still correct, but no speed number
+                reason = R.timing_failed(reason)
+        v.reason = R.check(reason)  # a reason not in the catalogue is a bug of ours: it fails loudly
         v.error = error[-4000:]
         v.errors = [self.results[n] for n in self.refs if n in self.results]
         if self.timing is not None and not self.flags:
@@ -486,13 +489,13 @@ class Judge:
 
 def _exit_reason(status: int | None) -> tuple[str, str]:
     if status is None:
-        return "process_exit", "the candidate's process vanished"
+        return R.PROCESS_EXIT, "the candidate's process vanished"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
             name = signal.Signals(sig).name
         except ValueError:
             name = f"SIG{sig}"
-        return f"crash_signal:{name}", f"the candidate's process was killed by {name}"
+        return R.crash_signal(name), f"the candidate's process was killed by {name}"
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
-    return "process_exit", f"the candidate's process exited (code {code}) without a result"
+    return R.PROCESS_EXIT, f"the candidate's process exited (code {code}) without a result"

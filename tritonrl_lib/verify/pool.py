@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
+from . import reasons as R
 from . import shared_blobs
 from .gpu_lock import lock_path
 from .limits import memory_share_bytes
@@ -251,7 +252,7 @@ class VerifierPool:
         finally:
             if bar is not None:
                 bar.close()
-        return [r if r is not None else Verdict(reason="internal_error", error="no verdict") for r in results]
+        return [r if r is not None else Verdict(reason=R.INTERNAL_ERROR, error="no verdict") for r in results]
 
     def close(self) -> None:
         if self._closed:
@@ -307,14 +308,14 @@ class VerifierPool:
         start = time.monotonic()
         ex = extract_code(completion or "")
         if ex.code is None:
-            return Verdict(task_id=task.id, stage="none", reason=ex.reason or "no_code", error=ex.detail,
+            return Verdict(task_id=task.id, stage="none", reason=R.check(ex.reason or R.NO_CODE), error=ex.detail,
                            duration_s=round(time.monotonic() - start, 4)), None
         policy = resolve_policy(cfg.policy, task.level)
         notes = []
         if static:
             report = static_check(ex.code, policy, reference_source=task.source)
             if not report.ok:
-                return Verdict(task_id=task.id, stage="extract", reason=report.reason, error=report.detail,
+                return Verdict(task_id=task.id, stage="extract", reason=R.check(report.reason), error=report.detail,
                                cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
         else:
             notes.append("static check skipped")
@@ -463,7 +464,7 @@ class VerifierPool:
             pending.appendleft((i, job, key))
             return
         detail = f"{why}" + (f" (exit code {code})" if code is not None else "")
-        yield i, Verdict(task_id=job["task_id"], stage="static", reason="worker_lost",
+        yield i, Verdict(task_id=job["task_id"], stage="static", reason=R.WORKER_LOST,
                          error=detail + "; the worker was replaced and the pool went on")
 
     def _start_worker(self, slot: int) -> _Worker:

@@ -28,10 +28,14 @@ HALF_DTYPES = (torch.float16, torch.bfloat16)
 
 
 class RefFailed(Exception):
-    pass
+    """The reference returned something the verifier cannot compare (not tensors)."""
 
 
 class ReferencePhase:
+    """Builds the plan of one candidate's process; `run` returns it, or None after sending
+    `ref_error` when the task's reference itself fails (an input set whose reference fails is
+    skipped with a note instead)."""
+
     def __init__(self, child: Child):
         self.child = child
         self.ch = child.ch

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Collection
 
+from . import reasons as R
 from . import shared_blobs
 from .forking import fork_child
 from .limits import Limits
@@ -27,18 +28,18 @@ POLL_S = 0.05
 EXIT_POLL_S = 0.002  # how often, for EXIT_WATCH_S after the child's pipe closed
 EXIT_WATCH_S = 0.25
 WATCH_EVERY_S = 0.1  # how often /proc is read for RSS and process counts
+JUDGED = "judged"  # the kill reason when the judge said stop: no verdict reason of its own
 
 
 @dataclass
 class SandboxOutcome:
     exit_status: int | None  # os.waitpid status of the child, None if it never got reaped
-    kill_reason: str | None  # timeout | memory_limit | fork_flood | protocol_error | judged | pool_gone
+    kill_reason: str | None  # a verdict reason (timeout, memory_limit, fork_flood, protocol_error, pool_gone) or JUDGED
     leftover_processes: int  # processes still alive after the child itself had exited
     log_tail: str
     peak_rss_mb: float
     detail: str = ""
     prestarted: bool = False  # the child was a spare, started before its job
-
 
 
 def run_sandboxed(
@@ -107,7 +108,7 @@ def run_sandboxed(
             soon = eof_at is not None and exit_status is None and time.monotonic() - eof_at < EXIT_WATCH_S
             ready, _, _ = select.select(watch, [], [], EXIT_POLL_S if soon else POLL_S)
             if watch_fd is not None and watch_fd in ready:
-                kill_reason, detail = "pool_gone", "the pool closed its connection"
+                kill_reason, detail = R.POOL_GONE, "the pool closed its connection"
                 break
             if c2w_r in ready:
                 data = os.read(c2w_r, 1 << 20)
@@ -132,13 +133,13 @@ def run_sandboxed(
                                 except OSError:
                                     pass
                             elif action == "stop":
-                                kill_reason = "judged"
+                                kill_reason = JUDGED
                                 break
                             elif action == "final":
                                 final = True
                                 break
                     except ProtocolError as e:
-                        kill_reason, detail = "protocol_error", str(e)
+                        kill_reason, detail = R.PROTOCOL_ERROR, str(e)
                     if kill_reason:
                         break
                     if final:
@@ -163,15 +164,15 @@ def run_sandboxed(
                        else sum(p.rss_bytes for p in tree))
                 peak_rss = max(peak_rss, rss)
                 if len(tree) > limits.max_processes:
-                    kill_reason = "fork_flood"
+                    kill_reason = R.FORK_FLOOD
                     detail = f"{len(tree)} processes alive (limit {limits.max_processes})"
                     break
                 if limits.memory_limit_mb and rss > limits.memory_limit_mb << 20:
-                    kill_reason = "memory_limit"
+                    kill_reason = R.MEMORY_LIMIT
                     detail = f"resident memory {rss >> 20} MiB over the limit of {limits.memory_limit_mb} MiB"
                     break
             if now - start > limits.timeout_s:
-                kill_reason, detail = "timeout", f"no verdict within {limits.timeout_s:g} s"
+                kill_reason, detail = R.TIMEOUT, f"no verdict within {limits.timeout_s:g} s"
                 break
     finally:
         # every process of the candidate is killed; their exit finishes without us (kill_tree)
@@ -198,7 +199,6 @@ def run_sandboxed(
 def _left_behind(me: int, pid: int, apart: Collection[tuple[int, int]]) -> int:
     """How many processes of a candidate live on beside its own process `pid` (ended or not)."""
     return len([p for p in descendants(me, proc_table(), apart) if p.state != "Z" and p.pid != pid])
-
 
 
 def _read_tail(path: str, limit: int = 4000) -> str:

@@ -157,7 +157,7 @@ class SpareSlot:
         self.spares = []
 
 
-SPARES = SpareSlot()
+SPARES = SpareSlot()  # the worker's slot: one per process (forked children never use it)
 
 
 def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[Callable[[], bool]], None],

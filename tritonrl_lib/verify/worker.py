@@ -21,6 +21,7 @@ import tempfile
 import traceback
 from typing import Any
 
+from . import reasons as R
 from .processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_tree, prctl
 from .spares import SPARE_IDLE_S, SPARES
 
@@ -110,7 +111,7 @@ def worker_main(fd: int, device: str) -> None:
             try:
                 verdict = run_job(job, base, conn, queued=msg.get("queued"))
             except BaseException:
-                verdict = {"task_id": job.get("task_id", ""), "stage": "static", "reason": "internal_error",
+                verdict = {"task_id": job.get("task_id", ""), "stage": "static", "reason": R.INTERNAL_ERROR,
                            "error": traceback.format_exc()[-4000:]}
             try:
                 conn.send({"type": "result", "id": msg["id"], "verdict": verdict,

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from .. import policy as pol
+from .. import reasons as R
 from .facts import Finding, ModuleFacts, class_fingerprint
 from .reach import Reach
 from .rules import import_verdict
@@ -41,7 +42,7 @@ __all__ = ["static_check", "StaticReport", "Finding", "import_verdict"]
 @dataclass
 class StaticReport:
     ok: bool
-    reason: str  # "ok" or "static:<what>"
+    reason: str  # "ok" or "static:<what>" (reasons.py)
     detail: str  # one line per finding, each naming its line
     flags: list[str]  # cheat flags, deduplicated, in order of first appearance
     kernels: list[str]  # every @triton.jit / @triton.autotune function, in source order
@@ -78,11 +79,11 @@ def _report(findings: list[Finding], kernels: list[str], launched: list[str],
     elif flags:
         reason = next(f.reason for f in findings if f.flag)
     else:
-        reason = "ok"
-    if reason == "ok":
+        reason = R.OK
+    if reason == R.OK:
         detail = (f"ok: {len(kernels)} Triton kernel(s) ({', '.join(kernels)}); launched from "
                   f"forward: {', '.join(launched)}")
-    return StaticReport(ok=reason == "ok", reason=reason, detail=detail, flags=flags,
+    return StaticReport(ok=reason == R.OK, reason=reason, detail=detail, flags=flags,
                         kernels=kernels, launched=launched, findings=all_items)
 
 
@@ -96,16 +97,16 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
                          "(resolve 'auto' with tritonrl_lib.verify.policy.resolve_policy)")
     extra = frozenset(extra_heavy_ops)
     if not isinstance(code, str) or not code.strip():
-        return _report([], [], [], Finding("static:syntax_error", 0, "empty module: no code to check"))
+        return _report([], [], [], Finding(R.static("syntax_error"), 0, "empty module: no code to check"))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(code)
     except SyntaxError as e:
         msg = f"{type(e).__name__}: {e.msg}"
-        return _report([], [], [], Finding("static:syntax_error", e.lineno or 0, msg))
+        return _report([], [], [], Finding(R.static("syntax_error"), e.lineno or 0, msg))
     except (ValueError, RecursionError, MemoryError) as e:
-        return _report([], [], [], Finding("static:syntax_error", 0, f"cannot parse: {e}"))
+        return _report([], [], [], Finding(R.static("syntax_error"), 0, f"cannot parse: {e}"))
 
     ref_names, ref_prints = _reference_classes(reference_source)
     try:
@@ -120,12 +121,12 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
                            for n in ast.walk(tree))
             how = (" (it is assigned, not defined: write `class ModelNew(nn.Module):`)" if assigned
                    else ": the solution must define `class ModelNew(nn.Module)` at module level")
-            failure = Finding("static:no_modelnew", 0, f"no class ModelNew{how}")
+            failure = Finding(R.static("no_modelnew"), 0, f"no class ModelNew{how}")
         elif "forward" not in an.methods(model):
-            failure = Finding("static:no_forward", model.lineno,
+            failure = Finding(R.static("no_forward"), model.lineno,
                               "ModelNew has no `def forward(self, ...)`")
         elif not kernels:
-            failure = Finding("static:no_triton_kernel", 0,
+            failure = Finding(R.static("no_triton_kernel"), 0,
                               "no function decorated with @triton.jit or @triton.autotune: the "
                               "solution must implement its compute as Triton kernels")
         if model is not None and "forward" in an.methods(model):
@@ -134,15 +135,15 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
             launched = reach.launched
             if failure is None and not launched and not any(f.flag for f in an.findings):
                 failure = Finding(
-                    "static:kernel_unreachable", an.methods(model)["forward"].lineno,
+                    R.static("kernel_unreachable"), an.methods(model)["forward"].lineno,
                     f"kernel(s) {', '.join(kernels)} defined but none is launched from code "
                     f"ModelNew.forward reaches ({', '.join(reach.functions)}); launch one with "
                     "`kernel[grid](...)`")
             elif failure is None and not launched:
-                an.add("static:kernel_unreachable", an.methods(model)["forward"].lineno,
+                an.add(R.static("kernel_unreachable"), an.methods(model)["forward"].lineno,
                        f"no Triton kernel is launched from code ModelNew.forward reaches "
                        f"({', '.join(reach.functions)})")
         return _report(an.findings, kernels, launched, failure)
     except RecursionError:
-        return _report([], [], [], Finding("static:syntax_error", 0,
+        return _report([], [], [], Finding(R.static("syntax_error"), 0,
                                            "module too deeply nested to analyse"))

@@ -16,7 +16,7 @@ from .rules import KERNEL_MARKERS
 
 @dataclass
 class Finding:
-    reason: str  # "static:<what>"
+    reason: str  # "static:<what>" (reasons.py)
     line: int
     message: str  # for people, names the construct and the fix
     flag: str | None = None  # cheat flag; None for a plain failure

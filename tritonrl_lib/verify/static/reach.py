@@ -10,6 +10,7 @@ import builtins
 from typing import Iterable
 
 from .. import policy as pol
+from .. import reasons as R
 from .facts import AttrKind, ModuleFacts, walk_skip
 from .rules import AMBIGUOUS_METHODS, MODULE_BOOKKEEPING, NUMPY_SCALAR_OK, RNG_CALLS, TORCH_SAFE_SUBMODULES
 
@@ -188,13 +189,13 @@ class Reach:
         parts = q.split(".")
         root = parts[0]
         if q in RNG_CALLS:
-            an.add("static:monkeypatch", node, f"`{q}(...)` in {label} reseeds the global RNG "
+            an.add(R.static("monkeypatch"), node, f"`{q}(...)` in {label} reseeds the global RNG "
                    "during forward", f"monkeypatch:{q}")
             return
         if root == "numpy":
             if len(parts) == 2 and parts[1] in NUMPY_SCALAR_OK:
                 return
-            an.add("static:host_compute", node, f"`{q}(...)` in {label}: numpy computes outside "
+            an.add(R.static("host_compute"), node, f"`{q}(...)` in {label}: numpy computes outside "
                    "Triton and outside the op census", f"host_compute:{q}")
             return
         if q in ("operator.matmul", "operator.imatmul"):
@@ -251,7 +252,7 @@ class Reach:
     def judge_method_name(self, label: str, node: ast.Call, name: str, shown: str) -> None:
         policy = self.an.policy
         if name in pol.TENSOR_TO_HOST:
-            self.an.add("static:host_compute", node, f"`.{name}()` in {label} moves tensor data into "
+            self.an.add(R.static("host_compute"), node, f"`.{name}()` in {label} moves tensor data into "
                         "Python/numpy, where compute escapes Triton and the op census",
                         f"host_compute:Tensor.{name}")
             return
@@ -262,7 +263,7 @@ class Reach:
 
     def compute(self, node: ast.AST, label: str, what: str, why: str) -> None:
         extra = f" ({why})" if why else ""
-        self.an.add("static:pytorch_compute", node,
+        self.an.add(R.static("pytorch_compute"), node,
                     f"`{what}` in {label}{extra}: PyTorch compute is not allowed under policy "
                     f"'{self.an.policy}'; do this work in a Triton kernel",
                     f"pytorch_compute:{what}")

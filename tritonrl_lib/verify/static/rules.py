@@ -10,6 +10,8 @@ verify/policy.py, shared with the runtime op census.
 
 from __future__ import annotations
 
+from .. import reasons as R
+
 # --------------------------------------------------------------------------- import rules
 
 # Modules a solution may import (the module itself or anything under it), unless denied below.
@@ -30,42 +32,42 @@ _OTHER_KERNELS = "another kernel / compute library instead of Triton"
 _DISPATCH = "intercepts PyTorch's dispatch (can rewrite what ops do)"
 
 DENIED_IMPORTS: dict[str, tuple[str, str]] = {
-    **{m: ("static:forbidden_import", _PROCESS) for m in (
+    **{m: (R.static("forbidden_import"), _PROCESS) for m in (
         "os", "sys", "subprocess", "signal", "resource", "pty", "posix", "nt", "platform",
         "sysconfig", "site", "atexit", "faulthandler", "tracemalloc", "ctypes", "cffi", "mmap",
         "fcntl", "_posixsubprocess", "pwd", "grp", "termios")},
-    **{m: ("static:threads", "threads / processes") for m in (
+    **{m: (R.static("threads"), "threads / processes") for m in (
         "threading", "_thread", "multiprocessing", "concurrent", "torch.multiprocessing",
         "asyncio", "sched", "queue")},
-    **{m: ("static:forbidden_import", _FILES) for m in (
+    **{m: (R.static("forbidden_import"), _FILES) for m in (
         "io", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "shelve", "pickle", "dill",
         "cloudpickle", "marshal", "dbm", "sqlite3", "zipfile", "tarfile", "gzip", "bz2", "lzma",
         "csv", "json", "h5py", "safetensors", "torch.serialization", "torch.package", "torch.hub",
         "torch.utils.model_zoo", "linecache", "fileinput")},
-    **{m: ("static:forbidden_import", _INTRO) for m in (
+    **{m: (R.static("forbidden_import"), _INTRO) for m in (
         "importlib", "builtins", "gc", "inspect", "types", "weakref", "code", "codeop", "runpy",
         "zipimport", "pkgutil", "traceback", "dis", "ast", "symtable", "contextlib", "sysconfig",
         "ctypes.util", "torch._C", "torch._ops", "torch._guards", "torch._jit_internal",
         "torch._utils_internal", "triton._C")},
-    **{m: ("static:forbidden_import", _NET) for m in (
+    **{m: (R.static("forbidden_import"), _NET) for m in (
         "socket", "ssl", "requests", "urllib", "urllib3", "http", "httpx", "aiohttp", "ftplib",
         "smtplib", "xmlrpc", "websocket", "websockets")},
-    **{m: ("static:forbidden_import", COMPILE_WHY) for m in (
+    **{m: (R.static("forbidden_import"), COMPILE_WHY) for m in (
         "torch.utils.cpp_extension", "torch._dynamo", "torch._inductor", "torch.compiler",
         "torch._compile", "torch.jit", "torch.fx", "torch.export", "torch._export",
         "torch._prims", "torch._refs", "torch._decomp", "torch._functorch", "torch.func",
         "torch._higher_order_ops", "torch.cuda.jiterator", "torch._VF", "torch._vmap_internals",
         "torch.onnx", "torch.ao", "torch.quantization", "numba", "cython", "setuptools",
         "distutils")},
-    **{m: ("static:forbidden_import", _TRITON_INTERNAL) for m in (
+    **{m: (R.static("forbidden_import"), _TRITON_INTERNAL) for m in (
         "triton.runtime", "triton.compiler", "triton.backends", "triton.tools", "triton.ops",
         "triton.testing", "triton.knobs", "triton.experimental", "triton.profiler")},
-    **{m: ("static:forbidden_import", _OTHER_KERNELS) for m in (
+    **{m: (R.static("forbidden_import"), _OTHER_KERNELS) for m in (
         "cupy", "pycuda", "cuda", "nvidia", "jax", "jaxlib", "tensorflow", "tvm", "tilelang",
         "cutlass", "apex", "xformers", "flash_attn", "liger_kernel", "transformer_engine",
         "torchvision", "torchaudio", "scipy", "sklearn", "einops", "thunder", "tensorrt",
         "torch_tensorrt", "deepspeed", "bitsandbytes", "vllm", "sgl_kernel", "kernels")},
-    **{m: ("static:monkeypatch", _DISPATCH) for m in (
+    **{m: (R.static("monkeypatch"), _DISPATCH) for m in (
         "torch.utils._python_dispatch", "torch.overrides", "torch.library", "torch._library",
         "torch._subclasses", "torch._custom_op", "torch._custom_ops", "torch._dispatch",
         "torch.testing._internal")},
@@ -93,7 +95,7 @@ def import_verdict(module: str) -> tuple[str, str] | None:
             return DENIED_IMPORTS[prefix]
     if parts[0] in ALLOWED_IMPORTS:
         return None
-    return ("static:forbidden_import", "not on the list of modules a solution may import "
+    return (R.static("forbidden_import"), "not on the list of modules a solution may import "
             f"({', '.join(sorted(ALLOWED_IMPORTS - {'__future__'}))})")
 
 

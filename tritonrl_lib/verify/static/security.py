@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from .. import reasons as R
 from .facts import ModuleFacts, root_name
 from .rules import (ALLOWED_INSIDE_DENIED, ATTR_BUILTINS, COMPILE_WHY, DANGEROUS_DUNDER_DEFS, DENIED_IMPORTS,
                     DYNAMIC_BUILTINS, FILE_CALLS, FILE_METHODS, GLOBAL_STATE_ALLOWED, GLOBAL_STATE_PREFIXES,
@@ -17,7 +18,7 @@ def check_module(an: ModuleFacts) -> None:
     for node in ast.walk(an.tree):
         if isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) \
                 and id(node) not in an.main_guard_nodes:
-            an.add("static:try_except_fallback", node,
+            an.add(R.static("try_except_fallback"), node,
                    "`try` statement: a try/except can hide a failing kernel behind a fallback; "
                    "solutions must not catch errors (remove the try)", "try_except_fallback")
         elif isinstance(node, ast.Import):
@@ -25,7 +26,7 @@ def check_module(an: ModuleFacts) -> None:
                 _check_import(an, a.name, node)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                an.add("static:forbidden_import", node,
+                an.add(R.static("forbidden_import"), node,
                        "relative import: a solution is one self-contained module",
                        "forbidden_import:relative")
             elif node.module:
@@ -47,7 +48,7 @@ def check_module(an: ModuleFacts) -> None:
             _check_class(an, node)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if node.name in DANGEROUS_DUNDER_DEFS:
-                an.add("static:monkeypatch", node,
+                an.add(R.static("monkeypatch"), node,
                        f"defines `{node.name}`: overriding this hook can change how the "
                        "verifier calls or compares the model", f"monkeypatch:def {node.name}")
         elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -56,7 +57,7 @@ def check_module(an: ModuleFacts) -> None:
                 target = ctx.func if isinstance(ctx, ast.Call) else ctx
                 q = an.qualify(target) or ""
                 if q.endswith("suppress"):
-                    an.add("static:try_except_fallback", node,
+                    an.add(R.static("try_except_fallback"), node,
                            f"`with {q}(...)` swallows exceptions like a try/except",
                            "try_except_fallback")
     _check_reference_model(an)
@@ -76,19 +77,19 @@ def _check_name(an: ModuleFacts, node: ast.Name) -> None:
     name = node.id
     if name.startswith("__") and name.endswith("__") and name not in SAFE_DUNDER_NAMES:
         if name == "__file__":
-            an.add("static:file_access", node, "`__file__` used: solutions must not locate "
+            an.add(R.static("file_access"), node, "`__file__` used: solutions must not locate "
                    "or read files", "file_access:__file__")
         elif name == "__import__":
-            an.add("static:dynamic_code", node, "`__import__` used: imports must be plain "
+            an.add(R.static("dynamic_code"), node, "`__import__` used: imports must be plain "
                    "import statements", "dynamic_code:__import__")
         else:
-            an.add("static:introspection", node, f"`{name}` used: interpreter internals are "
+            an.add(R.static("introspection"), node, f"`{name}` used: interpreter internals are "
                    "off limits to a solution", f"introspection:{name}")
 
 def _check_attribute(an: ModuleFacts, node: ast.Attribute) -> None:
     attr = node.attr
     if attr.startswith("__") and attr.endswith("__") and attr not in SAFE_DUNDER_ATTRS:
-        an.add("static:introspection", node, f"dunder attribute `.{attr}`: introspection "
+        an.add(R.static("introspection"), node, f"dunder attribute `.{attr}`: introspection "
                "or patching through interpreter internals", f"introspection:{attr}")
     q = an.qualify(node)
     if not q:
@@ -108,11 +109,11 @@ def _check_attribute(an: ModuleFacts, node: ast.Attribute) -> None:
             an.add(reason, node, f"`{prefix}` used ({why})", f"{reason.split(':', 1)[1]}:{prefix}")
             return
     if q == "torch.compile" or q.startswith("torch.compile."):
-        an.add("static:forbidden_import", node, f"`{q}` used ({COMPILE_WHY})",
+        an.add(R.static("forbidden_import"), node, f"`{q}` used ({COMPILE_WHY})",
                "forbidden_import:torch.compile")
         return
     if parts[0] in ("torch", "triton") and any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
-        an.add("static:introspection", node, f"private internals `{q}` used",
+        an.add(R.static("introspection"), node, f"private internals `{q}` used",
                f"introspection:{q}")
 
 def _check_call_security(an: ModuleFacts, node: ast.Call) -> None:
@@ -121,35 +122,35 @@ def _check_call_security(an: ModuleFacts, node: ast.Call) -> None:
     if isinstance(func, ast.Name) and func.id not in an.aliases:
         name = func.id
         if name in DYNAMIC_BUILTINS:
-            an.add("static:dynamic_code", node, f"`{name}(...)` runs or exposes code "
+            an.add(R.static("dynamic_code"), node, f"`{name}(...)` runs or exposes code "
                    "dynamically", f"dynamic_code:{name}")
         elif name == "open":
-            an.add("static:file_access", node, "`open(...)`: solutions must not read or "
+            an.add(R.static("file_access"), node, "`open(...)`: solutions must not read or "
                    "write files", "file_access:open")
         elif name in ATTR_BUILTINS:
             _check_attr_builtin(an, name, node)
         elif name == "type" and len(node.args) == 3:
-            an.add("static:dynamic_code", node, "`type(name, bases, dict)` builds a class "
+            an.add(R.static("dynamic_code"), node, "`type(name, bases, dict)` builds a class "
                    "dynamically", "dynamic_code:type")
     if q:
         if q in FILE_CALLS or q.startswith(("numpy.lib.format", "torch.serialization")):
-            an.add("static:file_access", node, f"`{q}(...)` reads or writes files",
+            an.add(R.static("file_access"), node, f"`{q}(...)` reads or writes files",
                    f"file_access:{q}")
         elif q.startswith(GLOBAL_STATE_PREFIXES) and q not in GLOBAL_STATE_ALLOWED \
                 and id(node) not in an.main_guard_nodes:
-            an.add("static:monkeypatch", node, f"`{q}(...)` changes global PyTorch state "
+            an.add(R.static("monkeypatch"), node, f"`{q}(...)` changes global PyTorch state "
                    "(it would change how the reference computes too)", f"monkeypatch:{q}")
         elif q in ("operator.attrgetter", "operator.methodcaller"):
-            an.add("static:dynamic_code", node, f"`{q}` looks attributes up by string",
+            an.add(R.static("dynamic_code"), node, f"`{q}` looks attributes up by string",
                    f"dynamic_code:{q}")
         elif q.startswith(("threading.", "_thread.", "multiprocessing.", "concurrent.",
                            "torch.multiprocessing.")):
-            an.add("static:threads", node, f"`{q}(...)` starts threads or processes",
+            an.add(R.static("threads"), node, f"`{q}(...)` starts threads or processes",
                    f"threads:{q}")
     if isinstance(func, ast.Attribute) and func.attr in FILE_METHODS and q is None:
         root = root_name(func)
         if root != "self":
-            an.add("static:file_access", node, f"`.{func.attr}(...)`: solutions must not "
+            an.add(R.static("file_access"), node, f"`.{func.attr}(...)`: solutions must not "
                    "read or write files", f"file_access:{func.attr}")
 
 def _is_module_ref(an: ModuleFacts, node: ast.AST) -> bool:
@@ -164,22 +165,22 @@ def _check_attr_builtin(an: ModuleFacts, name: str, node: ast.Call) -> None:
     label = ast.unparse(target) if hasattr(ast, "unparse") else "object"
     if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
         if on_module and name in ("setattr", "delattr"):
-            an.add("static:monkeypatch", node, f"`{name}` on module `{label}`",
+            an.add(R.static("monkeypatch"), node, f"`{name}` on module `{label}`",
                    f"monkeypatch:{name}")
         else:
-            an.add("static:dynamic_code", node, f"`{name}` with a computed attribute name "
+            an.add(R.static("dynamic_code"), node, f"`{name}` with a computed attribute name "
                    "(use a plain attribute)", f"dynamic_code:{name}")
         return
     attr = key.value
     if attr.startswith("__") and attr.endswith("__"):
-        an.add("static:introspection", node, f"`{name}(..., {attr!r})` reaches interpreter "
+        an.add(R.static("introspection"), node, f"`{name}(..., {attr!r})` reaches interpreter "
                "internals", f"introspection:{attr}")
     elif on_module:
         if name in ("setattr", "delattr"):
-            an.add("static:monkeypatch", node, f"`{name}({label}, {attr!r}, ...)` patches a "
+            an.add(R.static("monkeypatch"), node, f"`{name}({label}, {attr!r}, ...)` patches a "
                    "module", f"monkeypatch:{an.qualify(target) or label}.{attr}")
         else:
-            an.add("static:dynamic_code", node, f"`{name}({label}, {attr!r})` looks a module "
+            an.add(R.static("dynamic_code"), node, f"`{name}({label}, {attr!r})` looks a module "
                    "attribute up by string (write it out)", f"dynamic_code:{name}")
 
 def _check_assignment(an: ModuleFacts, node: ast.AST) -> None:
@@ -199,20 +200,20 @@ def _check_assignment(an: ModuleFacts, node: ast.AST) -> None:
         text = ast.unparse(t)
         if root in an.aliases:
             what = (an.qualify(t) if isinstance(t, ast.Attribute) else None) or text
-            an.add("static:monkeypatch", node, f"assignment to `{text}` patches the imported "
+            an.add(R.static("monkeypatch"), node, f"assignment to `{text}` patches the imported "
                    f"module `{an.aliases[root]}`", f"monkeypatch:{what}")
         elif isinstance(t, ast.Attribute) and t.attr in ("forward", "__call__", "_call_impl"):
-            an.add("static:monkeypatch", node, f"assignment to `{text}` replaces the method the "
+            an.add(R.static("monkeypatch"), node, f"assignment to `{text}` replaces the method the "
                    "verifier calls", "monkeypatch:forward_reassigned")
         elif root in an.classes and isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
-            an.add("static:monkeypatch", node, f"assignment to `{text}` patches class "
+            an.add(R.static("monkeypatch"), node, f"assignment to `{text}` patches class "
                    f"`{root}` from outside its body", f"monkeypatch:{text}")
 
 def _check_class(an: ModuleFacts, node: ast.ClassDef) -> None:
     for b in node.bases:
         q = an.qualify(b)
         if q in TENSOR_BASES:
-            an.add("static:monkeypatch", node, f"class `{node.name}` subclasses `{q}`: tensor "
+            an.add(R.static("monkeypatch"), node, f"class `{node.name}` subclasses `{q}`: tensor "
                    "subclasses and dispatch modes can change what ops and comparisons do",
                    "monkeypatch:tensor_subclass")
     if node.name == "ModelNew":
@@ -220,7 +221,7 @@ def _check_class(an: ModuleFacts, node: ast.ClassDef) -> None:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 if any(isinstance(t, ast.Name) and t.id in ("forward", "__call__") for t in targets):
-                    an.add("static:monkeypatch", stmt, "`forward` bound by assignment in "
+                    an.add(R.static("monkeypatch"), stmt, "`forward` bound by assignment in "
                            "ModelNew: define it with `def forward(self, ...)`",
                            "monkeypatch:forward_reassigned")
 
@@ -236,6 +237,6 @@ def _check_reference_model(an: ModuleFacts) -> None:
         if isinstance(node, ast.Name) and node.id in an.reference_names \
                 and isinstance(node.ctx, ast.Load) and id(node) not in an.main_guard_nodes \
                 and id(node) not in own_class_nodes:
-            an.add("static:reference_model_used", node, f"the reference class `{node.id}` is "
+            an.add(R.static("reference_model_used"), node, f"the reference class `{node.id}` is "
                    "used (subclassed, instantiated or called): the solution must compute "
                    "with its own Triton kernels", f"reference_model_used:{node.id}")
