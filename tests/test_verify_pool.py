@@ -11,7 +11,7 @@ import pytest
 from tritonrl_lib.config import VerifyConfig, gpu_available
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.sandbox import descendants, proc_table
+from tritonrl_lib.verify.processes import descendants, proc_table
 
 CASES = Path(__file__).parent / "verifier_cases"
 
@@ -36,7 +36,7 @@ def pool():
 def assert_no_leftovers(pool: VerifierPool, within_s: float = 5.0) -> None:
     """Every worker is idle with no process under it but the spare children it reported (none unless
     verify.prestart_child is on): everything a candidate started was killed. A verdict does not wait
-    for its killed processes to finish exiting (sandbox.kill_tree), so they get `within_s` for that."""
+    for its killed processes to finish exiting (processes.kill_tree), so they get `within_s` for that."""
     deadline = time.monotonic() + within_s
     for w in pool._slots:
         if w is None or w.proc.poll() is not None:

@@ -1,4 +1,4 @@
-"""A worker's spare child (sandbox.Spare): started ahead of its job, it must become exactly the child
+"""A worker's spare child (spares.Spare): started ahead of its job, it must become exactly the child
 a fresh fork would have been, never decide a verdict by failing, and never count as a candidate's.
 The pool tests repeat the whole hostile batch through spares."""
 
@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 
 from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify import sandbox, shared_blobs
+from tritonrl_lib.verify import shared_blobs, spares
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.sandbox import Limits, Spare, proc_table_entry, run_sandboxed
+from tritonrl_lib.verify.limits import Limits
+from tritonrl_lib.verify.processes import proc_table_entry
+from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.spares import Spare
 
 from test_verify_pool import ADVERSARIAL, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
 
@@ -30,7 +33,7 @@ def _probe(payload, ch):
     fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
     inherited = {}
     for fd in payload.get("fds", []):
-        mine = sandbox.inherited_fd(fd)
+        mine = spares.inherited_fd(fd)
         os.lseek(mine, 0, os.SEEK_SET)
         inherited[str(fd)] = os.read(mine, 100).decode()
     kept = sorted({os.readlink(f"/proc/self/fd/{fd}") for fd in _KEPT})
@@ -115,7 +118,7 @@ def test_a_spare_that_died_is_replaced_by_a_fresh_fork(tmp_path):
 
 
 def test_a_spare_that_does_not_take_its_job_in_time_is_replaced(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "SPARE_WAIT_S", 0.5)
+    monkeypatch.setattr(spares, "SPARE_WAIT_S", 0.5)
     spare = Spare.fork(_probe, lambda _: time.sleep(60))  # a warm-up that hangs
     t0 = time.monotonic()
     out, seen, _ = _run(tmp_path, "slow", spare=spare, payload={"tag": "x"})
@@ -139,7 +142,7 @@ def test_the_next_spare_is_neither_counted_nor_killed_with_a_candidate(tmp_path)
 
 
 def test_a_spare_warming_up_learns_that_its_job_waits(tmp_path):
-    """The warm-up may stop early once a job waits (stages.warm_child then leaves the cuBLAS and
+    """The warm-up may stop early once a job waits (child.warm_child then leaves the cuBLAS and
     cuDNN handles to the job): its probe says no until the job is sent, then yes."""
     mark = tmp_path / "waiting"
 
@@ -282,13 +285,14 @@ def test_an_idle_worker_gives_its_spare_up(monkeypatch):
 
 
 def test_spares_follow_the_jobs_still_queued(monkeypatch):
-    from tritonrl_lib.verify.judge import spares_wanted
+    from tritonrl_lib.verify.settings import JobSettings
+    from tritonrl_lib.verify.spares import spares_wanted
 
     monkeypatch.setenv("TRITONRL_POOL_WORKERS", "4")
-    s = {"spare_children": 2}
+    s = JobSettings.for_device(VerifyConfig(spare_children=2), "cuda")
     assert spares_wanted(s, None) == 2  # the pool did not say
     assert [spares_wanted(s, q) for q in (0, 1, 4, 5, 8, 100)] == [1, 1, 1, 2, 2, 2]
-    assert spares_wanted({"spare_children": 3}, 100) == 3
+    assert spares_wanted(JobSettings.for_device(VerifyConfig(spare_children=3), "cuda"), 100) == 3
 
 
 def test_a_batch_runs_in_spares_started_after_each_child_is_set_up(tmp_path):

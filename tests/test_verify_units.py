@@ -17,10 +17,11 @@ import pytest
 import torch
 
 from tritonrl_lib.verify.cache import VERIFIER_VERSION, VerdictCache
-from tritonrl_lib.verify.judge import compare, decode
+from tritonrl_lib.verify.compare import compare, decode
 from tritonrl_lib.verify.reward import RewardLadder, compute_reward
 from tritonrl_lib.verify.runtime_checks import OpCensus, flatten_outputs, same_bits
-from tritonrl_lib.verify.sandbox import FrameReader, ProtocolError, encode_frame, proc_table
+from tritonrl_lib.verify.processes import proc_table
+from tritonrl_lib.verify.protocol import FrameReader, ProtocolError, encode_frame
 from tritonrl_lib.verify.timing import speedup_stats, summarize
 from tritonrl_lib.verify.variations import larger_plan, size_constants, tiny_plans
 from tritonrl_lib.verify.verdict import Verdict
@@ -315,13 +316,14 @@ def _judge(**settings_over):
 
     from tritonrl_lib.config import VerifyConfig
     from tritonrl_lib.verify.judge import Judge
+    from tritonrl_lib.verify.settings import JobSettings
 
-    settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": True, **settings_over}
-    return Judge({"task_id": "t", "settings": settings, "policy": "strict"})
+    settings = dataclasses.replace(JobSettings.for_device(VerifyConfig(), "cuda"), **settings_over)
+    return Judge({"task_id": "t", "settings": settings.to_json(), "policy": "strict"})
 
 
 def _send(judge, header: dict, tensors=()):
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     metas, blobs = encode_outputs(list(tensors))
     if tensors:
@@ -478,8 +480,8 @@ def test_judge_takes_output_magnitudes_from_the_reference_phase():
 
 def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
     # rtol x inf makes the tolerance infinite: without care 0, 1e30 or -inf would all "match" +inf
-    from tritonrl_lib.verify.judge import compare
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.compare import compare
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     ref = torch.tensor([1.0, float("inf"), -2.0, float("-inf")])
     (rm,), (rb,) = encode_outputs([ref])
@@ -497,10 +499,10 @@ def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
 def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     """The comparison and the output digest are split over threads for large outputs; the verdict
     must not depend on how many (NaN, inf held or not, a far value, in different chunks)."""
-    import tritonrl_lib.verify.judge as judge
-    from tritonrl_lib.verify.stages import encode_outputs
+    import tritonrl_lib.verify.compare as compare_module
+    from tritonrl_lib.verify.encoding import encode_outputs
 
-    monkeypatch.setattr(judge, "_CHUNK", 1000)  # many chunks from a small tensor
+    monkeypatch.setattr(compare_module, "_CHUNK", 1000)  # many chunks from a small tensor
     torch.manual_seed(0)
     ref = torch.randn(10_500)
     ref[2_500] = float("inf")
@@ -511,11 +513,11 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     (rm,), (rb,) = encode_outputs([ref])
     answers = {}
     for threads in (1, 3):
-        monkeypatch.setattr(judge, "COMPARE_THREADS", threads)
-        monkeypatch.setattr(judge, "_POOL", None)
+        monkeypatch.setattr(compare_module, "COMPARE_THREADS", threads)
+        monkeypatch.setattr(compare_module, "_POOL", None)
         for name, cand in cases.items():
             (cm,), (cb,) = encode_outputs([cand])
-            r = judge.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
+            r = compare_module.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
             answers.setdefault(name, []).append((r["ok"], r.get("reason"), r.get("detail"), r["max_abs"],
                                                  r["max_rel"]))
     for name, (one, several) in answers.items():
@@ -526,22 +528,22 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
 
 
 def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
-    import tritonrl_lib.verify.judge as judge
+    import tritonrl_lib.verify.compare as compare_module
 
     big = bytearray(torch.randn(300_001).numpy().tobytes())  # past the 64 KiB looked at first, not a multiple of 8
     for where in (0, 70_000, len(big) - 1):  # one byte apart: first, middle, last
         other = bytearray(big)
         other[where] ^= 1
-        assert not judge.same_bytes([big], [other])
-    assert judge.same_bytes([big, bytearray(b"x")], [bytearray(big), bytearray(b"x")])
-    assert not judge.same_bytes([bytearray(b"ab"), bytearray(b"c")], [bytearray(b"a"), bytearray(b"bc")])
-    assert not judge.same_bytes([big], [big, big]) and judge.same_bytes([], [])
+        assert not compare_module.same_bytes([big], [other])
+    assert compare_module.same_bytes([big, bytearray(b"x")], [bytearray(big), bytearray(b"x")])
+    assert not compare_module.same_bytes([bytearray(b"ab"), bytearray(b"c")], [bytearray(b"a"), bytearray(b"bc")])
+    assert not compare_module.same_bytes([big], [big, big]) and compare_module.same_bytes([], [])
 
 
 def _half_run(j, cand_half, ref_half, alt_half=None):
     """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
     reference; returns the candidate's verdict on the bfloat16 set."""
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     tiny, full = torch.randn(4), torch.randn(64)
     assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
@@ -594,7 +596,7 @@ def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_referen
 
 
 def test_judge_refuses_a_malformed_alternative_reference():
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     j = _judge()
     metas, blobs = encode_outputs([torch.ones(8, dtype=torch.bfloat16)])
@@ -606,7 +608,8 @@ def test_judge_refuses_a_malformed_alternative_reference():
 
 
 def test_float32_reference_widens_the_half_model_and_rounds_back():
-    from tritonrl_lib.verify.stages import Child
+    from tritonrl_lib.verify.child_context import Child
+    from tritonrl_lib.verify.reference_phase import ReferencePhase
 
     class Scan(torch.nn.Module):
         def __init__(self):
@@ -617,12 +620,13 @@ def test_float32_reference_widens_the_half_model_and_rounds_back():
             return torch.cumsum(x * self.w, dim=0)
 
     child = Child.__new__(Child)  # only run_ref / finite / sync are used, on the CPU
-    child.device = "cpu"
+    child.device, child.ch = "cpu", None
     child.sync = lambda: None
+    phase = ReferencePhase(child)
     href = Scan().to(torch.bfloat16)
     x = [torch.randn(2048).to(torch.bfloat16)]
-    outs = child.run_ref(href, x)
-    alt = child.float32_reference(href, x, outs, torch.bfloat16)
+    outs = phase.run_ref(href, x)
+    alt = phase.float32_reference(href, x, outs, torch.bfloat16)
     w = href.w.detach().double()  # the half model's own (rounded) weight, widened
     truth = torch.cumsum(x[0].double() * w, 0)
     assert alt[0].dtype == torch.bfloat16 and alt[0].shape == outs[0].shape

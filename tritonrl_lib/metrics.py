@@ -23,6 +23,7 @@ import math
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
+from .verify import reasons
 from .verify.verdict import Verdict, passed
 
 RATE_KEYS = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate", "fast2_rate")
@@ -174,7 +175,7 @@ def failure_reasons(rows: Iterable[Mapping[str, Any]], top: int | None = None,
         if r["correct"]:
             continue
         reason = r.get("reason") or "unknown"
-        counts[reason if detail else reason.split(":", 1)[0]] += 1
+        counts[reason if detail else reasons.head(reason)] += 1
     return counts.most_common(top)
 
 

@@ -5,7 +5,7 @@
 
 Extraction and the static (AST) check run here, in the caller's process: they execute nothing and
 reject most bad candidates for the price of a parse. The rest go to workers
-(`python -m tritonrl_lib.verify.sandbox`): one per visible GPU, or `workers` on the CPU (0 =
+(`python -m tritonrl_lib.verify.worker`): one per visible GPU, or `workers` on the CPU (0 =
 min(4, cores)), where kernels run under Triton's interpreter. Each worker forks a fresh child per
 candidate; if a worker itself dies, its job gets a `worker_lost` verdict, whatever the child left
 is killed, and a new worker takes its place.
@@ -33,11 +33,13 @@ from typing import Any, Callable, Iterable, Sequence
 from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
-from .compile_check import resolve_mode
+from . import reasons as R
 from . import shared_blobs
 from .gpu_lock import lock_path
+from .limits import memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
-from .sandbox import kill_tree
+from .settings import JobSettings
+from .processes import kill_tree
 from .verdict import Verdict
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
@@ -92,7 +94,7 @@ class _Worker:
     job_index: int | None = None
     job_started: float = 0.0
     child_pid: int | None = None
-    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (sandbox.Spare)
+    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (spares.Spare)
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
@@ -141,8 +143,6 @@ def _pool_store(max_mb: int) -> PoolStore | None:
         max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
     except (ImportError, ValueError, OSError):
         max_fds = 256
-    from .judge import memory_share_bytes  # the worker's module: imported here, not with the pool
-
     share = memory_share_bytes(workers=1)
     return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
@@ -252,7 +252,7 @@ class VerifierPool:
         finally:
             if bar is not None:
                 bar.close()
-        return [r if r is not None else Verdict(reason="internal_error", error="no verdict") for r in results]
+        return [r if r is not None else Verdict(reason=R.INTERNAL_ERROR, error="no verdict") for r in results]
 
     def close(self) -> None:
         if self._closed:
@@ -308,26 +308,18 @@ class VerifierPool:
         start = time.monotonic()
         ex = extract_code(completion or "")
         if ex.code is None:
-            return Verdict(task_id=task.id, stage="none", reason=ex.reason or "no_code", error=ex.detail,
+            return Verdict(task_id=task.id, stage="none", reason=R.check(ex.reason or R.NO_CODE), error=ex.detail,
                            duration_s=round(time.monotonic() - start, 4)), None
         policy = resolve_policy(cfg.policy, task.level)
         notes = []
         if static:
             report = static_check(ex.code, policy, reference_source=task.source)
             if not report.ok:
-                return Verdict(task_id=task.id, stage="extract", reason=report.reason, error=report.detail,
+                return Verdict(task_id=task.id, stage="extract", reason=R.check(report.reason), error=report.detail,
                                cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
         else:
             notes.append("static check skipped")
-        settings = dataclasses.asdict(cfg)
-        # CPU: compile every launch for CUDA too (compile_check.py); a GPU compiles them for real
-        settings["compile_check"] = resolve_mode(cfg.compile_check, self.device)
-        timing = cfg.timing == "on" or (cfg.timing == "auto" and self.device == "cuda")
-        settings["timing_enabled"] = timing and self.device == "cuda"
-        if self.device != "cuda" and cfg.timing != "off":
-            settings["timing_note"] = "timing skipped: no GPU"
-        elif cfg.timing == "off":
-            settings["timing_note"] = "timing skipped: verify.timing=off"
+        settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
         job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
                "policy": policy, "settings": settings, "device": self.device, "threads": self._threads,
                "notes": notes}
@@ -427,14 +419,14 @@ class VerifierPool:
         return job["reference_key"]
 
     def _recorded(self, w: _Worker, job: dict[str, Any]) -> bool:
-        if self._references is None or not job["settings"].get("reference_cache_mb"):
+        if self._references is None or not job["settings"]["reference_cache_mb"]:
             return False
         key = self._reference_key(job)
         return key in w.ref_keys or self._references.has(self._scope(w), key)
 
     def _offer_reference(self, w: _Worker, job: dict[str, Any]) -> None:
         """Send the worker the pool's record of this job's reference phase if it lacks one."""
-        if self._references is None or not job["settings"].get("reference_cache_mb"):
+        if self._references is None or not job["settings"]["reference_cache_mb"]:
             return
         key = self._reference_key(job)
         rec = self._references.get(self._scope(w), key) if key not in w.ref_keys else None
@@ -472,7 +464,7 @@ class VerifierPool:
             pending.appendleft((i, job, key))
             return
         detail = f"{why}" + (f" (exit code {code})" if code is not None else "")
-        yield i, Verdict(task_id=job["task_id"], stage="static", reason="worker_lost",
+        yield i, Verdict(task_id=job["task_id"], stage="static", reason=R.WORKER_LOST,
                          error=detail + "; the worker was replaced and the pool went on")
 
     def _start_worker(self, slot: int) -> _Worker:
@@ -480,7 +472,7 @@ class VerifierPool:
         env = self.worker_env(slot)
         fd = child_sock.fileno()
         proc = subprocess.Popen(
-            [self.python, "-m", "tritonrl_lib.verify.sandbox", "--fd", str(fd), "--device", self.device],
+            [self.python, "-m", "tritonrl_lib.verify.worker", "--fd", str(fd), "--device", self.device],
             pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
         child_sock.close()

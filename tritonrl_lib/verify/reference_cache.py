@@ -35,7 +35,7 @@ from typing import Any
 
 from . import shared_blobs
 
-REFERENCE_SETTINGS = ("num_variations",)  # the settings stages.reference_phase reads
+REFERENCE_SETTINGS = ("num_variations",)  # the settings the reference phase reads (reference_phase.py)
 MAX_INLINE_EXPORT = 64 << 20  # a record whose outputs are not all in sealed files goes no further than this
 FDS_PER_MESSAGE = 200  # descriptors per message (the kernel takes at most 253)
 

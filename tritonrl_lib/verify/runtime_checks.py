@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .compile_check import CUDACompileError, mark_compiled
+from .compile_errors import CUDACompileError, mark_compiled
 
 
 class OpCensus(TorchDispatchMode):
@@ -100,7 +100,7 @@ class LaunchTracker:
             try:
                 return original(fn_self, *args, **kwargs)
             except Exception as e:
-                mark_compiled(e)  # Triton's compiler accepted this launch: see compile_check
+                mark_compiled(e)  # Triton's compiler accepted this launch: see compile_errors.py
                 raise
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
@@ -169,7 +169,7 @@ def interpreter_autotune() -> None:
     """
     from triton.runtime.autotuner import Autotuner
 
-    from .compile_check import BENCH_TOLERATED, CUDACompileError, interpreter_static_assert
+    from .compile_errors import BENCH_TOLERATED, CUDACompileError, interpreter_static_assert
 
     def run_each_config_once(kernel_call, quantiles=None, **_):
         try:
