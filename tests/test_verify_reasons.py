@@ -24,11 +24,13 @@ PRODUCERS = sorted(p for p in (LIB / "verify").rglob("*.py") if p.name != "reaso
 
 # what the verdict cache refused before the catalogue existed (cache.UNCACHED_REASONS): a reason equal
 # to one of these, or starting with one and a colon, was never stored
+# what the cache never kept (the machine's load or health, not the candidate), and the verifier's own
+# budgets added since (the reference phase's and the set-up's, a task too big for the machine)
 OLD_UNCACHED = ("timeout", "memory_limit", "out_of_memory", "worker_lost", "internal_error", "pool_gone",
-                "crash_signal:SIGKILL", "timing_failed")
+                "crash_signal:SIGKILL", "timing_failed", "reference_timeout", "setup_timeout", "task_too_large")
 
 MEMBERS = [f"static:{what}" for what in R.STATIC_CHECKS] + [
-           "mismatch:tiny", "mismatch:original", "mismatch:scaled", "mismatch:seed", "mismatch:larger",
+           "mismatch:tiny", "mismatch:original", "mismatch:range", "mismatch:offset", "mismatch:resized", "mismatch:timed", "mismatch:seed", "mismatch:larger",
            "mismatch:dtype:float16", "mismatch:dtype:bfloat16", "cheat:no_triton_launch", "cheat:input_mutated",
            "cheat:cached_output", "cheat:pytorch_compute:aten.mm.default", "cheat:foreign_kernel:other.k_kernel",
            "crash_signal:SIGSEGV", "crash_signal:SIGKILL", "crash_signal:SIGABRT", "crash_signal:SIG77",
@@ -69,7 +71,7 @@ def test_every_entry_is_well_formed():
 
 
 def test_the_families_members_follow_the_verifier_own_vocabularies():
-    assert R.INPUT_SETS == ("tiny", *VARIATION_ORDER)
+    assert set(R.INPUT_SETS) == {"tiny", *VARIATION_ORDER, "resized", "timed"}  # resized: larger's smaller form
     assert all(re.fullmatch(r"[a-z_]+", what) and "\n" not in meaning for what, meaning in R.STATIC_CHECKS.items())
     assert R.CHILD_REASONS <= set(plain_reasons())
     assert all(R.entry(f"cheat:{flag}") is R.CATALOGUE[R.CHEAT] for flag in R.RUNTIME_FLAGS)
@@ -281,14 +283,14 @@ def test_the_uncacheable_verdicts_are_not_stored(tmp_path):
 
     cache = VerdictCache(tmp_path)
     for i, reason in enumerate([R.TIMEOUT, "crash_signal:SIGKILL", "timing_failed:timeout", R.OK,
-                                "mismatch:scaled", "crash_signal:SIGSEGV"]):
+                                "mismatch:range", "crash_signal:SIGSEGV"]):
         cache.put(f"{i:064x}", Verdict(reason=reason))
     kept = sorted(Verdict.from_dict(json.loads(p.read_text())).reason for p in tmp_path.rglob("*.json"))
-    assert kept == ["crash_signal:SIGSEGV", "mismatch:scaled", "ok"]
+    assert kept == ["crash_signal:SIGSEGV", "mismatch:range", "ok"]
 
 
 def test_metrics_group_by_the_reason_head():
     from tritonrl_lib.metrics import failure_reasons
 
-    rows = [{"correct": False, "reason": r} for r in ("mismatch:scaled", "mismatch:seed", "static:threads", "timeout")]
+    rows = [{"correct": False, "reason": r} for r in ("mismatch:range", "mismatch:seed", "static:threads", "timeout")]
     assert dict(failure_reasons(rows)) == {"mismatch": 2, "static": 1, "timeout": 1}

@@ -19,7 +19,7 @@ import torch
 from tritonrl_lib.verify.cache import VERIFIER_VERSION, VerdictCache
 from tritonrl_lib.verify.compare import compare, decode
 from tritonrl_lib.verify.reward import RewardLadder, compute_reward
-from tritonrl_lib.verify.runtime_checks import OpCensus, flatten_outputs, same_bits
+from tritonrl_lib.verify.runtime_checks import flatten_outputs, same_bits
 from tritonrl_lib.verify.processes import proc_table
 from tritonrl_lib.verify.protocol import FrameReader, ProtocolError, encode_frame
 from tritonrl_lib.verify.timing import speedup_stats, summarize
@@ -243,14 +243,60 @@ def test_same_bits_is_nan_aware_and_strict():
     assert same_bits(3, 3) and not same_bits(3, 4)
 
 
-def test_op_census_sees_compute_ops():
-    census = OpCensus()
-    x = torch.randn(4, 4)
-    with census:
-        y = torch.empty_like(x)
-        z = x @ x + 1
-    assert "aten.empty_like.default" in census.ops and "aten.mm.default" in census.ops
-    assert flatten_outputs((y, z)) == [y, z] and flatten_outputs(y) == [y]
+def test_op_census_reports_compute_ops_and_host_data_to_the_guard():
+    out = _run_python("""
+        import json, torch
+        from tritonrl_lib.verify import guard, runtime_checks
+        from tritonrl_lib.verify.runtime_checks import OpCensus
+        g = guard.Guard("nowhere.py", trusted_files=[runtime_checks.__file__], enforce=False)
+        g.install()
+        runtime_checks.host_read_hooks()
+        census = OpCensus()
+        x = torch.randn(4, 4)
+        g.begin()
+        with census:
+            y = torch.empty_like(x)
+            z = x @ x + 1
+            v = [x[0, 0].item(), x[1, 1].item()]
+            w = x.tolist()
+            t = torch.tensor([1.0] * 100)
+        facts = g.end()
+        with census:
+            torch.relu(x)  # not counted: the guard is not counting
+        print(json.dumps({"ops": sorted(facts.ops), "read": facts.host_read, "made": facts.host_made}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert "aten.empty_like.default" in got["ops"] and "aten.mm.default" in got["ops"]
+    assert "aten.relu.default" not in got["ops"]
+    assert got["read"] == 2 + 16 and got["made"] == 100  # two item() reads and a 4 x 4 tolist; 100 from a list
+    y = torch.zeros(2)
+    assert flatten_outputs((y, x := torch.ones(1))) == [y, x] and flatten_outputs(y) == [y]
+
+
+def test_the_census_cannot_be_paused_or_fed_by_the_candidate(tmp_path):
+    # the guard counts only what the verifier's own files report; a pause must come from its own wrappers
+    out = _run_python("""
+        import json, sys
+        from tritonrl_lib.verify import guard, runtime_checks
+        g = guard.Guard("nowhere.py", trusted_files=[runtime_checks.__file__], enforce=False)
+        g.install()
+        g.begin()
+        refused = []
+        for event, arg in (("tritonrl.pause", 1), ("tritonrl.launch", "k")):
+            try:
+                sys.audit(event, arg)
+            except PermissionError:
+                refused.append(event)
+        try:
+            runtime_checks._audit("tritonrl.pause", 1)  # the reporter, called from outside the wrappers
+        except PermissionError:
+            refused.append("via _audit")
+        facts = g.end()
+        print(json.dumps({"refused": refused, "paused": g.paused, "launches": facts.launches, "flags": g.flags}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["refused"] == ["tritonrl.pause", "tritonrl.launch", "via _audit"], got
+    assert got["paused"] == 0 and got["launches"] == 0 and got["flags"] == ["tampering"]
 
 
 def _run_python(code: str, env: dict | None = None) -> str:
@@ -281,23 +327,26 @@ def test_launch_tracker_counts_interpreted_launches_and_their_origin(tmp_path):
     path.write_text(kernel)
     out = _run_python(f"""
         import json, torch
+        from tritonrl_lib.verify import guard, runtime_checks
         from tritonrl_lib.verify.runtime_checks import LaunchTracker, OpCensus
         from tritonrl_lib.verify.variations import load_module_file
+        g = guard.Guard({str(path)!r}, trusted_files=[runtime_checks.__file__], enforce=False)
+        g.install()
         census = OpCensus()
-        tracker = LaunchTracker({str(path)!r}, census)
+        tracker = LaunchTracker({str(path)!r})
         tracker.install()
         mod = load_module_file({str(path)!r}, "tritonrl_candidate")
         x = torch.randn(64)
-        tracker.begin()
+        g.begin()
         with census:
             mod.ModelNew()(x)
-        tracker.end()
-        outside = tracker.launches
-        mod.ModelNew()(x)  # not counted: the tracker is inactive
-        print(json.dumps({{"launches": outside, "after": tracker.launches, "kernels": dict(tracker.kernels),
-                          "ops": sorted(census.ops)}}))
+        facts = g.end()
+        mod.ModelNew()(x)  # not counted: the guard is not counting
+        print(json.dumps({{"launches": facts.launches, "after": g.facts.launches, "kernels": dict(facts.kernels),
+                          "ops": sorted(facts.ops), "paused": g.paused}}))
     """, env={"TRITON_INTERPRET": "1"})
     got = json.loads(out.strip().splitlines()[-1])
+    assert got["paused"] == 0
     assert got["launches"] == 1 and got["after"] == 1 and got["kernels"] == {"relu_kernel": 1}
     # the interpreter's own tensor copies happen inside the launch, where the census is paused
     assert got["ops"] == ["aten.empty_like.default"]
@@ -420,16 +469,16 @@ def test_judge_leftover_processes_make_a_correct_candidate_fail():
 
 
 def _scaled_run(j, original_ref, original_cand, scaled_ref, scaled_cand):
-    """tiny, original and scaled input sets; returns the verdict."""
+    """tiny, original and a larger-valued (range) input set; returns the verdict."""
     tiny = torch.randn(4)
     _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny])
     _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [original_ref])
-    _send(j, {"type": "ref", "name": "scaled", "stage": "full", "inputs": "x"}, [scaled_ref])
+    _send(j, {"type": "ref", "name": "range", "stage": "full", "inputs": "x"}, [scaled_ref])
     _send(j, {"type": "ref_done"})
     _send(j, {"type": "stage", "stage": "compile"})
     _send(j, *_cand("tiny", tiny.clone()))
     assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
-    for name, out in (("original", original_cand), ("scaled", scaled_cand)):
+    for name, out in (("original", original_cand), ("range", scaled_cand)):
         if _send(j, *_cand(name, out)) == "stop":
             break
     else:
@@ -456,24 +505,24 @@ def test_judge_absolute_tolerance_grows_with_the_outputs_magnitude():
     assert ((cand - ref).abs() > 1e-2 + 1e-2 * ref.abs()).sum().item() == 0 and fixed > 0
     v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref2, cand2)
     assert v.correct, (v.reason, v.error)
-    scaled = next(e for e in v.errors if e["name"] == "scaled")
+    scaled = next(e for e in v.errors if e["name"] == "range")
     assert 3.5 < scaled["atol_scaled"] < 4.5
     # a real error is still caught on the larger outputs
     wrong = cand2.clone()
     wrong[3, 5] += 0.5 + 0.02 * abs(float(ref2[3, 5]))
     v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref2, wrong)
-    assert not v.correct and v.reason == "mismatch:scaled"
+    assert not v.correct and v.reason == "mismatch:range"
     # outputs that do not grow keep the configured atol
     v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref, cand + 0.011 + 0.01 * ref.abs())
-    assert not v.correct and v.reason == "mismatch:scaled"
+    assert not v.correct and v.reason == "mismatch:range"
 
 
 def test_judge_takes_output_magnitudes_from_the_reference_phase():
     j = _judge(timing_enabled=False)
     out = torch.randn(32)
-    for name, mags in (("original", [1.0]), ("scaled", [3.0]), ("seed", ["x"]), ("larger", [1.0, 2.0])):
+    for name, mags in (("original", [1.0]), ("range", [3.0]), ("seed", ["x"]), ("larger", [1.0, 2.0])):
         _send(j, {"type": "ref", "name": name, "stage": "full", "inputs": "x", "magnitudes": mags}, [out])
-    assert j._magnitude_growth("scaled", 0) == pytest.approx(3.0)  # as the child measured it
+    assert j._magnitude_growth("range", 0) == pytest.approx(3.0)  # as the child measured it
     assert j._magnitude_growth("seed", 0) == 1.0 and j._magnitude_growth("larger", 0) == 1.0  # malformed: recomputed
     assert j.refs["seed"]["magnitudes"] is None and j._magnitude_growth("original", 0) == 1.0
 
@@ -620,13 +669,13 @@ def test_float32_reference_widens_the_half_model_and_rounds_back():
             return torch.cumsum(x * self.w, dim=0)
 
     child = Child.__new__(Child)  # only run_ref / finite / sync are used, on the CPU
-    child.device, child.ch = "cpu", None
+    child.device, child.ch, child.budget, child.job = "cpu", None, None, {}
     child.sync = lambda: None
     phase = ReferencePhase(child)
     href = Scan().to(torch.bfloat16)
     x = [torch.randn(2048).to(torch.bfloat16)]
     outs = phase.run_ref(href, x)
-    alt = phase.float32_reference(href, x, outs, torch.bfloat16)
+    alt = phase.float32_reference(href, x, outs)
     w = href.w.detach().double()  # the half model's own (rounded) weight, widened
     truth = torch.cumsum(x[0].double() * w, 0)
     assert alt[0].dtype == torch.bfloat16 and alt[0].shape == outs[0].shape

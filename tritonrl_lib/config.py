@@ -101,7 +101,7 @@ class VerifyConfig:
     rtol: float = 1e-2
     half_atol: float = 5e-2  # fp16 / bf16 tolerances
     half_rtol: float = 5e-2
-    num_variations: int = 5
+    num_variations: int = 6  # input sets: original, range, seed, larger, dtype, offset (verify/variations.py)
     timeout_s: float = 120.0
     workers: int = 0  # 0 = workers_per_gpu per visible GPU, or min(4, cores) on CPU
     workers_per_gpu: int = 4  # candidates checked side by side on one GPU; each timing runs alone

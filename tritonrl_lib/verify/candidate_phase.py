@@ -3,15 +3,19 @@
     compile   import the module, find ModelNew, build it under the reference's seed for every model
               of the plan, copy the reference state_dict where names and shapes match
     tiny      the task at shrunk sizes
-    full      original inputs and variations (scaled x2, another seed, larger shape, another dtype)
+    full      original inputs and variations (other value ranges, another seed, another size,
+              another dtype)
     timing    GPU only; the worker compares the last full outputs meanwhile and its verdict
               counts the timing only if every output was right (a wrong one ends the process)
 
-Each candidate call runs on a fresh copy of its inputs, with the allocator poisoned, the launch
-tracker and op census active (runtime_checks.py); its outputs and those facts go to the worker,
-which judges. After tiny and after full the process asks the worker (a gate) whether to go on;
-after full, on a GPU, it times while the worker answers, and reads the answer before it reports
-the timing. On the CPU every kernel launch is also compiled for CUDA first (compile_check.py).
+Before the import, the process is fenced in (guard.py: threads refused, the routes to the verifier's
+objects closed, callables of torch, triton, time and the verifier recorded), the timer's functions are
+captured (timing.Clock) and PyTorch's global state recorded (process_state.py). Each candidate call
+runs on freshly drawn inputs, with the allocator poisoned and the launch tracker and op census
+reporting to the guard (runtime_checks.py); its outputs and those facts go to the worker, which
+judges. After tiny and after full the process asks the worker (a gate) whether to go on; after full,
+on a GPU, it times while the worker answers, and reads the answer before it reports the timing.
+On the CPU every kernel launch is also compiled for CUDA first (compile_check.py).
 """
 
 from __future__ import annotations
@@ -19,21 +23,35 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import sys
+from typing import Any
+
 import torch
 
+from . import guard as guard_mod
+from . import reasons as R
+from . import runtime_checks, shared_blobs
 from .child_context import CANDIDATE_MODULE, Child, classify, excerpt
 from .compile_errors import interpreter_only
 from .compiler_copy import compiler_available
-from . import reasons as R
-from . import shared_blobs
 from .encoding import release_blanks
 from .input_sets import InputSet, ModelSpec, Plan
 from .launch_compiler import SM, LaunchCompiler
-from .runtime_checks import (LaunchTracker, OpCensus, flatten_outputs, interpreter_autotune, perturb_host_allocator,
-                             poison_allocator, same_bits)
-from .variations import load_module_file, to_device
+from .process_state import ProcessState
+from .runtime_checks import (LaunchTracker, OpCensus, _torch_owned, flatten_outputs, interpreter_autotune,
+                             perturb_host_allocator, poison_allocator, same_bits)
+from .static.rules import import_verdict
+from .variations import load_module_file
 
 MAX_HOLDS_TRACED = 60  # GPU lock holds sent with TRITONRL_TRACE
+TIMED_CHECKS = 3  # timed trials whose output is checked, chosen at random after they ran (and the last)
+REUSE_MAX_BYTES = 1 << 30  # input sets this small go into the previous set's tensors (same addresses)
+# namespaces whose callables the guard records (a replacement of any is a cheat flag)
+WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn", "torch.nn.functional", "torch.nn.modules.module",
+                   "torch.utils._python_dispatch", "torch.overrides", "torch.autograd", "torch.backends.cudnn",
+                   "torch.backends.cuda", "triton", "triton.language", "triton.testing", "triton.runtime.jit",
+                   "triton.runtime.autotuner", "time", "gc", "threading", "_thread", "os", "sys", "signal",
+                   "numpy", "math", "importlib", "functools")
 
 
 class CandidatePhase:
@@ -46,19 +64,33 @@ class CandidatePhase:
         self.device = child.device
         self.plan = plan
         self.compiler: LaunchCompiler | None = None
+        self.guard: guard_mod.Guard | None = None
+        self.clock = None
+        self.state: ProcessState | None = None
+        self.census = OpCensus()
+        self.held: list[Any] | None = None  # the last call's inputs: the next set of their shapes goes into them
+
+    @staticmethod
+    def timing_wanted_for(child: Child) -> bool:
+        return bool(child.settings.timing_enabled) and child.device == "cuda"
+
+    def timing_wanted(self) -> bool:
+        return self.timing_wanted_for(self.child)
+
+    # ---------------------------------------------------------------- the phase
 
     def run(self) -> None:
         plan = self.plan
         path = os.path.join(self.child.workdir, CANDIDATE_MODULE + ".py")
-        census = OpCensus()
-        tracker = LaunchTracker(path, census)
+        tracker = LaunchTracker(path)
         tracker.install()
+        runtime_checks.host_read_hooks()
         mode = self.child.settings.compile_check
         if self.device == "cpu" and mode in ("frontend", "full"):
             # every launch is compiled for CUDA before the interpreter runs it, as a GPU would
             available, why = compiler_available()
             if available:
-                self.compiler = LaunchCompiler(mode, path, self.child.note)
+                self.compiler = LaunchCompiler(mode, path, runtime_checks.report_note)
                 tracker.on_launch = self.compiler.check
             else:
                 self.child.note(f"compile check skipped: {why.splitlines()[0] if why else 'no compiler'}")
@@ -69,6 +101,12 @@ class CandidatePhase:
             perturb_host_allocator()
         elif self.device == "cuda":
             self.child.release_gpu_while_compiling()
+            if self.timing_wanted():
+                from .timing import Clock
+
+                with self.child.gpu_section():
+                    self.clock = Clock.capture()
+        self.install_guard(path)
         with self.child.gpu_section():  # module-level code may already use the GPU
             models = self.import_and_build(path, plan)
         if models is None:
@@ -83,7 +121,7 @@ class CandidatePhase:
                 blanks = self.child.blanks(s.out_specs)  # the expected outputs' memfds, made off the GPU lock
                 try:
                     with self.child.gpu_section():
-                        ok = self.call_candidate(models[s.model_key], s, tracker, census, blanks)
+                        ok = self.call_candidate(models[s.model_key], s, blanks)
                 finally:
                     release_blanks(blanks)
                 if not ok:
@@ -97,6 +135,7 @@ class CandidatePhase:
             if not self.ch.gate(stage):  # the worker judges meanwhile; this process holds no GPU
                 return
             self.child.mark(f"gate:{stage}")
+        self.send_notes()
         if self.compiler is not None and self.compiler.compiled:
             self.child.note(f"compile check: {self.compiler.compiled} distinct launch(es) compiled for CUDA "
                             f"sm_{SM} ({self.compiler.mode})")
@@ -106,6 +145,30 @@ class CandidatePhase:
         if self.child.tracing and self.child.gpu_lock is not None and self.child.gpu_lock.holds:
             self.ch.send({"type": "mark", "label": "holds", "holds": self.child.gpu_lock.holds[-MAX_HOLDS_TRACED:]})
         self.ch.send({"type": "done"})
+
+    def install_guard(self, path: str) -> None:
+        """The fence, the recorded callables and the global state, right before the import."""
+        watched: dict[str, Any] = {name: sys.modules[name] for name in WATCHED_MODULES if name in sys.modules}
+        watched.update({name: module for name, module in sys.modules.items()
+                        if name.startswith("tritonrl_lib.verify") and module is not None})
+        # the timer's classes too on the CPU: patching a timer is a cheat on any device
+        watched.update({"torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
+                        "torch.nn.Module": torch.nn.Module, "torch.cuda.Event": torch.cuda.Event,
+                        "torch.cuda.Stream": torch.cuda.Stream})
+        from triton.runtime.jit import JITFunction
+
+        watched["triton.runtime.jit.JITFunction"] = JITFunction
+        self.state = ProcessState.capture()
+        self.guard = guard_mod.Guard(path, trusted_files=[runtime_checks.__file__], watched=watched,
+                                     denied_import=import_verdict)
+        self.guard.install()
+
+    def send_notes(self) -> None:
+        if self.guard is not None:
+            for text in self.guard.drain_notes():
+                self.child.note(text)
+
+    # ---------------------------------------------------------------- compile
 
     def import_and_build(self, path: str, plan: Plan) -> dict[str, torch.nn.Module] | None:
         """The candidate's module imported and ModelNew built for every model spec; None (after saying
@@ -120,7 +183,8 @@ class CandidatePhase:
                               "error": "the module defines no class ModelNew"})
                 return None
         except BaseException as e:
-            self.ch.send({"type": "error", "stage": "compile", "reason": classify(e, "compile"), "error": excerpt(e)})
+            self.ch.send({"type": "error", "stage": "compile", "reason": classify(e, "compile"),
+                          "error": excerpt(e), **self.guard_facts()})
             return None
         models: dict[str, torch.nn.Module] = {}
         try:
@@ -129,7 +193,7 @@ class CandidatePhase:
         except BaseException as e:
             reason = classify(e, "compile")
             self.ch.send({"type": "error", "stage": "compile", "reason": reason,
-                          "error": f"ModelNew(*get_init_inputs()) failed:\n{excerpt(e)}"})
+                          "error": f"ModelNew(*get_init_inputs()) failed:\n{excerpt(e)}", **self.guard_facts()})
             return None
         return models
 
@@ -144,64 +208,152 @@ class CandidatePhase:
         model = model.to(self.device)
         if spec.dtype is not None:
             model = model.to(spec.dtype)
+        if self.plan.eval_mode:
+            model.eval()  # the reference is random in training mode: both judged in eval mode
         return model
 
-    def call_candidate(self, model: torch.nn.Module, s: InputSet, tracker: LaunchTracker, census: OpCensus,
+    # ---------------------------------------------------------------- one call
+
+    def guard_facts(self) -> dict[str, Any]:
+        """The guard's refusals and the recorded callables replaced so far, for the worker."""
+        if self.guard is None:
+            return {}
+        state = self.state.changes() if self.state is not None else []
+        return {"guard_flags": list(self.guard.flags), "guard_details": list(self.guard.details),
+                "patched": self.guard.changed()[:20], "global_state": state[:20]}
+
+    def call_candidate(self, model: torch.nn.Module, s: InputSet,
                        blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None) -> bool:
         stage = s.stage
         try:
-            inputs = to_device(s.inputs, self.device)
-            before = [x.clone() if isinstance(x, torch.Tensor) else copy.copy(x) for x in inputs]
+            inputs = self.in_place(s.draw(self.device))
             if self.device == "cuda":
-                poison_allocator(s.out_specs, self.device)
+                poison_allocator(s.out_specs, self.device, budget_bytes=self.poison_room(inputs))
         except BaseException as e:
-            self.ch.send({"type": "error", "stage": stage, "reason": classify(e, stage), "error": excerpt(e)})
+            self.ch.send({"type": "error", "stage": stage, "reason": R.INTERNAL_ERROR,
+                          "error": f"drawing the {s.name} inputs failed: {type(e).__name__}: {e}"[:2000]})
             return False
-        tracker.begin()
+        g = self.guard
+        census = self.census
+        intact = True
+        g.begin()
         try:
             with census:
                 out = model(*inputs)
+                intact = _current_mode() is census
             self.child.sync()
         except BaseException as e:
-            tracker.end()
+            g.end()
             if interpreter_only(e):
                 self.child.note("the interpreter rejected a launch that compiles for CUDA (an interpreter limitation): "
                                 "scored as a runtime error")
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
-                          "error": excerpt(e)})
+                          "error": excerpt(e), **self.guard_facts()})
             return False
-        tracker.end()
+        facts = g.end()
+        if g.paused:
+            intact = False  # ended with the census paused: its pauses did not come from the verifier's own copies
+            g.paused = 0
         try:
             outs = flatten_outputs(out)
-            unchanged = len(inputs) == len(before) and all(same_bits(a, b) for a, b in zip(inputs, before))
+            del out
+            foreign_memory = [i for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and not _torch_owned(o)]
             metas, blobs = self.child.encode(outs, blanks)
+            del outs
+            unchanged = self.inputs_unchanged(s, inputs)
         except BaseException as e:
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
-                          "error": excerpt(e)})
+                          "error": excerpt(e), **self.guard_facts()})
             return False
-        self.ch.send({"type": "cand", "name": s.name, "outputs": metas, "launches": tracker.launches,
-                      "kernels": dict(tracker.kernels), "foreign": dict(tracker.foreign),
-                      "ops": dict(census.ops), "inputs_unchanged": bool(unchanged)}, blobs)
+        self.send_notes()
+        self.ch.send({"type": "cand", "name": s.name, "outputs": metas, "launches": facts.launches,
+                      "kernels": dict(facts.kernels), "foreign": dict(facts.foreign), "ops": dict(facts.ops),
+                      "host_read": facts.host_read, "host_made": facts.host_made, "census_intact": bool(intact),
+                      "foreign_memory": foreign_memory, "inputs_unchanged": bool(unchanged), **self.guard_facts()},
+                     blobs)
         return True
 
-    def timing_wanted(self) -> bool:
-        return bool(self.child.settings.timing_enabled) and self.device == "cuda"
+    def in_place(self, inputs: list[Any]) -> list[Any]:
+        """The new set's values copied into the last call's input tensors where they have the same
+        shapes (small sets): an answer remembered by the inputs' address, not their values, is stale."""
+        held, self.held = self.held, inputs
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        if held is None or len(held) != len(inputs) or sum(t.numel() * t.element_size() for t in tensors) > \
+                REUSE_MAX_BYTES:
+            return inputs
+        for old, new in zip(held, inputs):
+            if isinstance(old, torch.Tensor) != isinstance(new, torch.Tensor) or (
+                    isinstance(new, torch.Tensor) and (old.shape != new.shape or old.dtype != new.dtype
+                                                       or old.device != new.device or old.stride() != new.stride())):
+                return inputs
+        out = []
+        for old, new in zip(held, inputs):
+            if isinstance(new, torch.Tensor):
+                old.copy_(new)
+                out.append(old)
+            else:
+                out.append(new)
+        self.held = out
+        return out
+
+    def inputs_unchanged(self, s: InputSet, inputs: list[Any]) -> bool:
+        """The inputs after the call against the set drawn again (or the cached originals)."""
+        fresh = s.draw(self.device)
+        same = len(inputs) == len(fresh) and all(same_bits(a, b) for a, b in zip(inputs, fresh))
+        del fresh
+        return same
+
+    @staticmethod
+    def in_place_fits(inputs: list[Any], other: InputSet) -> bool:
+        """Whether the timing may swap another set's values into its inputs (same shapes, small)."""
+        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+        return bool(tensors) and sum(t.numel() * t.element_size() for t in tensors) <= REUSE_MAX_BYTES
+
+    def poison_room(self, inputs: list[Any]) -> int:
+        """GPU memory the allocator's poisoning may take now: what the budget leaves after the inputs."""
+        free, _ = torch.cuda.mem_get_info()
+        return max(0, min(free, 4 << 30) // 2)
+
+    # ---------------------------------------------------------------- timing
 
     def timing(self, plan: Plan, models: dict[str, torch.nn.Module]) -> bool:
         """Time the candidate against the reference, the full stage's gate asked and not yet
-        answered; False where that answer is no (nothing more is sent then)."""
+        answered; False where that answer is no (nothing more is sent then). The outputs of a few
+        timed calls go to the worker, checked as the original set's."""
         from .timing import time_pair
 
         original = next(s for s in plan.sets if s.name == "original")
+        other = next((s for s in plan.sets if s.name == "seed" and s.model_key == "base"), None)
         ref, cand = plan.models["base"].ref, models["base"]
+        timed: list[tuple[int, str, Any]] = []
         try:
-            ref_in = to_device(original.inputs, self.device)
-            cand_in = to_device(original.inputs, self.device)
+            tampered = self.guard.changed() + (self.state.changes() if self.state is not None else [])
+            ref_in = original.draw(self.device)
+            cand_in = original.draw(self.device)
+            values = {"original": original.draw(self.device)}
+            if other is not None and self.in_place_fits(cand_in, other):
+                values["seed"] = other.draw(self.device)
+            names = list(values)
+            current = ["original"]
+
+            def refill(trial: int) -> None:
+                # odd trials run on the seed set's values, in the same tensors (an answer kept by address is stale)
+                current[0] = names[trial % len(names)]
+                for dst, src in zip(cand_in, values[current[0]]):
+                    if isinstance(dst, torch.Tensor):
+                        dst.copy_(src)
+
+            def keep(trial: int, output: Any) -> None:
+                timed.append((trial, current[0], output))
+
             with self.child.gpu_lock.alone() if self.child.gpu_lock else contextlib.nullcontext():
                 self.child.mark("timing_lock")
                 settings = self.child.settings
                 times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in), int(settings.timing_warmup),
-                                  int(settings.timing_trials))
+                                  int(settings.timing_trials), clock=self.clock, on_output=keep, checked=TIMED_CHECKS,
+                                  before_cand=refill if len(names) > 1 else None)
+            tampered += [x for x in self.guard.changed() + (self.state.changes() if self.state else [])
+                         if x not in tampered]
             failure = None
         except BaseException as e:
             failure = {"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": excerpt(e)}
@@ -209,9 +361,19 @@ class CandidatePhase:
             return False
         self.child.mark("judged")
         if failure is not None:
-            self.ch.send(failure)
+            self.ch.send({**failure, **self.guard_facts()})
             return False
+        for trial, name, output in timed:
+            outs = flatten_outputs(output)
+            metas, blobs = self.child.encode(outs)
+            self.ch.send({"type": "timed", "trial": trial, "set": name, "outputs": metas}, blobs)
+            del blobs, outs
         self.ch.send({"type": "timing", "ref_ms": times["ref"], "cand_ms": times["cand"],
-                      "device_name": torch.cuda.get_device_name(0),
-                      "gpu_wait_s": self.child.gpu_lock.waited_alone_s if self.child.gpu_lock else 0.0})
+                      "device_name": torch.cuda.get_device_name(0), "tampered": tampered[:20],
+                      "gpu_wait_s": self.child.gpu_lock.waited_alone_s if self.child.gpu_lock else 0.0,
+                      **self.guard_facts()})
         return True
+
+
+_current_mode = getattr(__import__("torch.utils._python_dispatch", fromlist=["_get_current_dispatch_mode"]),
+                        "_get_current_dispatch_mode")

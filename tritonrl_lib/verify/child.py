@@ -81,12 +81,32 @@ def _child_main(job: dict[str, Any], ch: ChildChannel) -> None:
         child.mark(label, t)
     child.setup()
     child.mark("setup")
+    ch.send({"type": "setup_done"})  # the worker's reference-phase clock starts here (limits.py)
     with torch.no_grad():
         with child.gpu_section():
             plan = ReferencePhase(child).run()
         if plan is None:
             return
-        for name in [m for m in sys.modules if m.startswith(TASK_MODULE)]:
-            sys.modules.pop(name, None)
+        forget_reference(plan, child, keep_for_timing=CandidatePhase.timing_wanted_for(child))
         ch.send({"type": "ref_done"})
         CandidatePhase(child, plan).run()
+
+
+def forget_reference(plan: Any, child: Any, keep_for_timing: bool) -> None:
+    """Before the candidate's module is imported, nothing of the reference it could use stays within
+    reach: the task's modules leave sys.modules (their files are gone already), every reference model
+    but the one the timing runs is dropped, and the task's source leaves the job (the guard refuses the
+    routes to what stays: frames and the garbage collector)."""
+    for name in [m for m in sys.modules if m.startswith(TASK_MODULE)]:
+        module = sys.modules.pop(name, None)
+        for attr, value in list(vars(module).items()) if module is not None else ():
+            if isinstance(value, type) and issubclass(value, torch.nn.Module):
+                delattr(module, attr)  # get_inputs stays usable (the sets draw with it), the Model does not
+    for key, spec in plan.models.items():
+        if not (keep_for_timing and key == "base"):
+            spec.ref = None
+    child.job = {k: v for k, v in child.job.items() if k != "task_source"}
+    child.source = ""
+    import gc
+
+    gc.collect()

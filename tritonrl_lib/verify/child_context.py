@@ -24,7 +24,7 @@ from . import reasons as R
 from .compile_errors import compile_failure_kind
 from .encoding import blanks_for, encode_outputs
 from .gpu_lock import GpuLock
-from .limits import gpu_memory_fraction
+from .limits import Budget, gpu_memory_fraction
 from .protocol import ChildChannel
 from .settings import JobSettings
 
@@ -73,6 +73,7 @@ class Child:
         self.device = "cuda" if job["device"] == "cuda" else "cpu"
         self.workdir = os.getcwd()
         self.source = job["task_source"]
+        self.budget = Budget.from_json(job.get("budget"))  # from the task's footprint (limits.py), if known
         self.gpu_lock: GpuLock | None = None
         self.tracing = bool(os.environ.get("TRITONRL_TRACE"))  # a diagnostic: see mark()
 
@@ -82,7 +83,9 @@ class Child:
         self.gpu_lock = None
         if self.device == "cuda":
             torch.cuda.set_device(0)
-            torch.cuda.set_per_process_memory_fraction(gpu_memory_fraction())
+            fraction = self.budget.gpu_fraction if self.budget is not None and self.budget.gpu_fraction > 0 \
+                else gpu_memory_fraction()
+            torch.cuda.set_per_process_memory_fraction(min(fraction, 0.95))
             if os.environ.get("TRITONRL_GPU_LOCK"):
                 self.gpu_lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"])
             # Triton's C helper modules come built from the worker, not compiled again here

@@ -4,7 +4,10 @@ Outputs arrive as raw bytes with a {dtype, shape, device} description (never unp
 from the candidate's process). `compare` checks kind, device, dtype and shape, then values, with
 numpy, chunk by chunk (on a few threads for large outputs): NaN where the reference is finite
 fails, inf/NaN of the reference must be held exactly, the rest must lie within atol + rtol * |ref|
-(exact for integer and bool outputs). `same_bytes` is the cached-output check's bit comparison and
+(exact for integer and bool outputs), and the output as a whole must be close relative to the
+reference's own scale (`norm_ok`): an elementwise absolute tolerance alone lets any output pass whose
+values all lie below it (zeros, a tiny multiple of the input, a constant: a softmax over 16,384
+features, an L2 normalisation, a mean of centred data, a min over [0, 1) inputs). `same_bytes` is the cached-output check's bit comparison and
 `mean_abs` the magnitude the judge scales its absolute tolerance with.
 """
 
@@ -79,6 +82,9 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
     max_abs = max((p[3] for p in parts), default=0.0)
     max_rel = max((p[4] for p in parts), default=0.0)
     out.update(max_abs=max_abs, max_rel=max_rel)
+    if not exact:
+        sum_d2, sum_r2, n_fin = sum(p[5] for p in parts), sum(p[6] for p in parts), sum(p[7] for p in parts)
+        out["rel_l2"] = math.sqrt(sum_d2 / sum_r2) if sum_r2 > 0 else (0.0 if sum_d2 == 0 else math.inf)
     total = max(1, ref.size // (2 if ref_meta["dtype"].startswith("complex") else 1))
     if n_nan:
         return {**out, "ok": False, "reason": R.NAN_OUTPUT,
@@ -89,7 +95,28 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
             what += f" ({n_nonfinite_bad} where the reference is inf/NaN)"
         return {**out, "ok": False, "reason": R.MISMATCH,
                 "detail": f"{what} beyond atol={atol:g}, rtol={rtol:g}" if not exact else f"{what} (exact dtype)"}
+    if not exact and not norm_ok(sum_d2, sum_r2, n_fin, atol, rtol):
+        return {**out, "ok": False, "reason": R.MISMATCH,
+                "detail": f"every value lies within atol={atol:g} of the reference, but the output as a whole is "
+                          f"{out['rel_l2']:.3g} off relative to the reference's own size (||out - ref|| / ||ref||; "
+                          f"allowed {rtol:g}): values this small pass an absolute tolerance whatever they hold"}
     return {**out, "ok": True}
+
+
+NORM_FLOOR = 1e-3  # of atol, as a root-mean-square: the error allowed where the reference itself is ~0
+
+
+def norm_ok(sum_d2: float, sum_r2: float, n: int, atol: float, rtol: float) -> bool:
+    """The per-tensor rule beside allclose: ||out - ref||_2 <= rtol * ||ref||_2 + NORM_FLOOR * atol * sqrt(n).
+
+    The relative error of the whole output is bounded by the same rtol as each value's; the floor (an
+    RMS error of a thousandth of atol) keeps a reference that is zero, or rounding noise around zero,
+    from demanding the impossible. Zeros, a constant or a scaled copy are off by O(1) relative to the
+    reference and fail, at any magnitude; honest float32, TF32 and half-precision kernels are off by
+    1e-7..1e-2."""
+    if not n:
+        return True
+    return math.sqrt(max(sum_d2, 0.0)) <= rtol * math.sqrt(max(sum_r2, 0.0)) + NORM_FLOOR * atol * math.sqrt(n)
 
 
 _SCRATCH = threading.local()  # per thread: page-faulting fresh temporaries costs as much as the math
@@ -117,21 +144,28 @@ def _scratch(n: int, work: Any) -> tuple[np.ndarray, ...]:
     return tuple(x[:n] for x in bufs)
 
 
+def _squares(x: np.ndarray) -> float:
+    """Sum of squares of a finite chunk (float32 dot, recomputed in float64 where it overflowed)."""
+    s = float(np.dot(x, x))
+    return s if math.isfinite(s) else float(np.dot(x.astype(np.float64), x.astype(np.float64)))
+
+
 def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: float,
-                   rtol: float) -> tuple[int, int, int, float, float]:
+                   rtol: float) -> tuple[int, int, int, float, float, float, float, int]:
     """(values out of tolerance, NaN where the reference is finite, inf/NaN of the reference not held,
-    max |diff|, max relative diff) of one chunk: candidate `a` against reference `b`."""
+    max |diff|, max relative diff, sum of squared differences and of squared reference values where
+    both are finite, how many those are) of one chunk: candidate `a` against reference `b`."""
     if exact:
         wrong = a != b
         if not wrong.any():
-            return 0, 0, 0, 0.0, 0.0
+            return 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0
         return (int(np.count_nonzero(wrong)), 0, 0,
-                float(np.abs(a[wrong].astype(np.float64) - b[wrong].astype(np.float64)).max()), 0.0)
+                float(np.abs(a[wrong].astype(np.float64) - b[wrong].astype(np.float64)).max()), 0.0, 0.0, 0.0, 0)
     floor = max(atol, 1e-12)  # max_rel is relative to the reference, floored at atol so zeros do not explode
     b, a = b.astype(work, copy=False), a.astype(work, copy=False)
     n = b.size
     if not n:
-        return 0, 0, 0, 0.0, 0.0
+        return 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0
     buf_diff, buf_mag, buf_thr, buf_close = _scratch(n, work)
     with np.errstate(invalid="ignore", over="ignore"):
         diff = np.subtract(a, b, out=buf_diff)
@@ -145,8 +179,9 @@ def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: f
         if close.all():
             max_abs = float(diff.max())
             if math.isfinite(max_abs):
+                sums = _squares(diff), _squares(b)
                 np.maximum(mag, floor, out=thr)
-                return 0, 0, 0, max_abs, float(np.divide(diff, thr, out=thr).max())
+                return 0, 0, 0, max_abs, float(np.divide(diff, thr, out=thr).max()), *sums, n
         n_nonfinite_bad = 0
         fin = np.isfinite(b)
         if not fin.all():  # where the reference is inf/NaN the candidate must hold the same
@@ -155,13 +190,15 @@ def _compare_chunk(b: np.ndarray, a: np.ndarray, exact: bool, work: Any, atol: f
             a, b, diff, mag, close = a[fin], b[fin], diff[fin], mag[fin], close[fin]
         n_nan = int(np.count_nonzero(np.isnan(a)))
         n_bad = int(np.count_nonzero(~close))
-        max_abs = max_rel = 0.0
+        max_abs = max_rel = sum_d2 = sum_r2 = 0.0
         measurable = np.isfinite(diff)
-        if measurable.any():
+        n_fin = int(np.count_nonzero(measurable))
+        if n_fin:
             d = diff[measurable]
             max_abs = float(d.max())
             max_rel = float((d / np.maximum(mag[measurable], floor)).max())
-    return n_bad, n_nan, n_nonfinite_bad, max_abs, max_rel
+            sum_d2, sum_r2 = _squares(d), _squares(b[measurable])
+    return n_bad, n_nan, n_nonfinite_bad, max_abs, max_rel, sum_d2, sum_r2, n_fin
 
 
 def mean_abs(meta: dict[str, Any], blob: bytes | bytearray) -> float:

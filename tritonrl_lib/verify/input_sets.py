@@ -1,11 +1,16 @@
 """The reference phase's plan: the models both sides are built with and the input sets they run.
 
 A `Plan` holds one `ModelSpec` per model configuration ("base"; "tiny" where shrinking changed the
-constructor's sizes; "base@float16" ... for the dtype input set) and the `InputSet`s in the order
-they run: tiny first, then the original inputs and their variations (variations.py). Input sets
-hold CPU copies; every call gets fresh device copies. A plan also comes from the worker's cache of
-a task's reference phase (reference_cache.py): then its inputs are mapped read-only from the sealed
-files the worker kept (`mapped_input`), and the models must match the cached ones bit for bit
+constructor's sizes; "base@float16" ... for the dtype input set) and the `InputSet`s in the order they
+run: tiny first, then the original inputs and their variations (variations.py).
+
+An input set is a recipe, not a copy: `draw()` makes its inputs afresh, on the device, each time they
+are needed (the task's `get_inputs()` under the set's seed, inside `torch.device(device)` so a
+KernelBench task's `torch.rand(...)` draws straight on the GPU, then the set's transform). No process
+holds every set's inputs at once: a task whose inputs are 16 GB holds 16 GB, not five times that, and
+none of it on the host. A plan can also come from the worker's cache of a task's reference phase
+(reference_cache.py, small tasks only): then a set's inputs are mapped read-only from the sealed files
+the worker kept (`mapped_input`), and the models must match the cached ones bit for bit
 (`model_digests`).
 """
 
@@ -15,13 +20,14 @@ import hashlib
 import mmap
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from .encoding import dtype_name, raw_bytes
 from .runtime_checks import same_bits
 from .spares import inherited_fd
+from .variations import map_tensors, to_device
 
 
 @dataclass
@@ -30,23 +36,53 @@ class ModelSpec:
 
     init_inputs: list[Any]
     state: dict[str, torch.Tensor]  # the reference's initial weights (CPU copies)
-    ref: torch.nn.Module | None  # None where it never runs (a cached half-precision set)
+    ref: torch.nn.Module | None  # None where it never runs (a cached half-precision set), or once dropped
     dtype: torch.dtype | None = None  # cast after building (the dtype variation)
 
 
 @dataclass
 class InputSet:
-    name: str  # tiny | original | scaled | seed | larger | dtype:float16 ...
+    name: str  # tiny | original | range | seed | larger | resized | dtype:float16 | offset
     stage: str  # tiny | full
     model_key: str
-    inputs: list[Any]  # CPU copies; every call gets fresh device copies
+    make: Callable[[], list[Any]] | None  # draws the inputs (fresh tensors, on the device), or
+    inputs: list[Any] | None  # ... the inputs themselves (mapped from the worker's cache, read-only)
     out_specs: list[tuple[tuple[int, ...], torch.dtype]]
+
+    def draw(self, device: str) -> list[Any]:
+        """Fresh inputs on `device`, every call the same values."""
+        if self.inputs is not None:
+            return to_device(self.inputs, device)
+        return on_device(self.make(), device)
 
 
 @dataclass
 class Plan:
     models: dict[str, ModelSpec] = field(default_factory=dict)
     sets: list[InputSet] = field(default_factory=list)
+    eval_mode: bool = False  # the reference is random in training mode: both models run in eval mode
+
+
+def on_device(values: list[Any], device: str) -> list[Any]:
+    """Tensors moved to `device` where they are not there already (no copy of those that are)."""
+    return map_tensors(values, lambda t: t if t.device.type == torch.device(device).type else t.to(device))
+
+
+def drawer(get_inputs: Callable[[], Any], seed: int, device: str,
+           transform: Callable[[list[Any]], list[Any]] | None = None) -> Callable[[], list[Any]]:
+    """A set's recipe: `get_inputs()` under `seed`, drawn on `device`, then `transform`."""
+
+    def make() -> list[Any]:
+        torch.manual_seed(seed)
+        if device == "cpu":
+            values = list(get_inputs())
+        else:
+            with torch.device(device):
+                values = list(get_inputs())
+        values = on_device(values, device)
+        return transform(values) if transform is not None else values
+
+    return make
 
 
 def model_digests(models: dict[str, ModelSpec]) -> dict[str, str]:

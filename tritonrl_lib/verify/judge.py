@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .sandbox import SandboxOutcome
 
 MAX_FLAGS_LISTED = 8
+HOST_ELEMENTS = 64  # tensor values forward may read into Python, or build from Python data, per call
 MAX_ATOL_GROWTH = 1000.0
 MAX_MARKS = 60  # trace points kept per candidate (TRITONRL_TRACE)
 
@@ -63,6 +64,7 @@ class Judge:
         self.failure: tuple[str, str] | None = None  # (reason, error)
         self.failure_stage: str | None = None
         self.timing: dict[str, Any] | None = None
+        self.timed_checked = 0  # outputs of timed calls checked (all right)
         self.done = False
         # the reference phase as the worker's reference cache keeps it (reference_cache.py)
         self.preloaded = False
@@ -107,6 +109,10 @@ class Judge:
                 else:
                     self.mark(str(header.get("label", ""))[:40], header.get("t"), header.get("lock_wait"))
                 return None
+            if kind == "setup_done":  # the sandbox's clocks act on it; nothing for the verdict
+                return None
+            if kind == "internal_error":  # the verifier's own code in the child failed, whenever it did
+                return self._fail(R.INTERNAL_ERROR, str(header.get("error", ""))[-3000:])
             if kind == "note":
                 if len(self.notes) < 50:
                     self.notes.append(str(header.get("text", ""))[:300])
@@ -123,6 +129,15 @@ class Judge:
             if kind == "ref_error":
                 return self._fail(R.REFERENCE_ERROR,
                                   "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
+            if kind == "ref_random":
+                return self._fail(R.REFERENCE_RANDOM, str(header.get("error", ""))[-3000:])
+            if kind == "ref_footprint":
+                if self.ref_done:
+                    return self._fail(R.PROTOCOL_ERROR, "ref_footprint after the reference was done")
+                peak = header.get("peak_bytes")
+                if isinstance(peak, int) and 0 <= peak < 1 << 50:
+                    self.phases["reference_peak_gib"] = round(peak / (1 << 30), 3)
+                return None
             if kind == "ref_done":
                 self._phase("reference")
                 self.ref_done = True
@@ -142,14 +157,15 @@ class Judge:
                 return self._gate(str(header.get("stage")))
             if kind == "error":
                 return self._child_error(header)
+            if kind == "timed":
+                with self._worker_time():
+                    return self._timed(header, blobs)
             if kind == "timing":
                 return self._timing(header)
             if kind == "done":
                 self.done = True
                 self.mark("done")
                 return "final"  # nothing follows: the sandbox ends the process without waiting for its exit
-            if kind == "internal_error":
-                return self._fail(R.INTERNAL_ERROR, str(header.get("error", ""))[-3000:])
             return self._fail(R.PROTOCOL_ERROR, f"unexpected message {str(kind)[:40]!r}")
         except BadOutput as e:
             return self._fail(R.PROTOCOL_ERROR, str(e))
@@ -231,7 +247,8 @@ class Judge:
             digests = header.get("digests")
             if isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values()):
                 tiny = header.get("tiny_overrides")
-                self.ref_models = {"digests": digests, "tiny_overrides": tiny if isinstance(tiny, dict) else None}
+                self.ref_models = {"digests": digests, "tiny_overrides": tiny if isinstance(tiny, dict) else None,
+                                   "eval_mode": header.get("eval_mode") is True}
             return None
         name, metas = str(header.get("name")), header.get("inputs")
         specs = header.get("out_specs")
@@ -252,6 +269,45 @@ class Judge:
             return None
         self.ref_inputs[name] = {"model_key": str(header.get("model_key")), "inputs": metas, "out_specs": specs,
                                  "blobs": blobs}
+        return None
+
+    def _process_facts(self, header: dict[str, Any], where: str) -> None:
+        """The guard's refusals, callables replaced and global state changed (candidate_phase.guard_facts):
+        each a cheat flag, whatever else the message says."""
+        flags = header.get("guard_flags") or []
+        details = [str(d)[:200] for d in (header.get("guard_details") or [])[:5]]
+        for flag in flags[:MAX_FLAGS_LISTED] if isinstance(flags, list) else []:
+            flag = str(flag)
+            if flag.split(":", 1)[0] in R.GUARD_FLAGS:
+                self._flag(flag, f"the candidate's process tried what only an attack needs ({flag}): "
+                           + "; ".join(details))
+        for key, flag in (("patched", R.MONKEYPATCH), ("global_state", R.GLOBAL_STATE), ("tampered", R.MONKEYPATCH)):
+            changed = header.get(key) or []
+            if isinstance(changed, list) and changed:
+                what = str(changed[0])[:80]
+                if key == "tampered" and not what.startswith("torch.") and " " in what:
+                    flag = R.GLOBAL_STATE
+                self._flag(f"{flag}:{what}", f"{', '.join(map(str, changed[:8]))[:600]} changed by the candidate "
+                           f"(seen at {where}): the verifier's timing and checks rely on them")
+
+    def _timed(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        """An output of a timed call, on the original inputs: held to the original's reference."""
+        which = header.get("set") if header.get("set") in ("original", "seed") else "original"
+        if self.passed != "full" or which not in self.refs:
+            return self._fail(R.PROTOCOL_ERROR, "timed outputs before the full stage passed")
+        ref = self.refs[which]
+        metas = header.get("outputs")
+        if not isinstance(metas, list) or len(metas) != len(ref["metas"]) or len(blobs) != len(metas):
+            return self._flag(R.TIMED_OUTPUT, "a timed call returned other outputs than the same inputs did "
+                              "before timing")
+        for i, (rm, rb, cm, cb) in enumerate(zip(ref["metas"], ref["blobs"], metas, blobs)):
+            atol, rtol = self._tolerance(rm["dtype"])
+            r = compare(rm, rb, cm if isinstance(cm, dict) else {}, cb, atol, rtol)
+            if not r["ok"]:
+                return self._flag(R.TIMED_OUTPUT, f"the output of timed call {header.get('trial')} is wrong "
+                                  f"({r.get('detail', r.get('reason'))}) though the same inputs' output was right "
+                                  "before timing: behaviour that changes once timed")
+        self.timed_checked += 1
         return None
 
     def _tolerance(self, dtype: str) -> tuple[float, float]:
@@ -289,6 +345,20 @@ class Judge:
                        f"{self.policy!r} policy leaves to Triton; ops seen: {', '.join(sorted(map(str, ops)))[:600]}")
         if header.get("inputs_unchanged") is not True:
             self._flag(R.INPUT_MUTATED, f"forward changed its inputs in place on the {name} inputs")
+        self._process_facts(header, name)
+        host_read, host_made = header.get("host_read"), header.get("host_made")
+        if isinstance(host_read, int) and host_read > HOST_ELEMENTS:
+            self._flag(R.HOST_COMPUTE, f"forward read {host_read} tensor values into Python on the {name} inputs "
+                       f"(item, tolist, numpy or a copy to the host: more than {HOST_ELEMENTS}): compute on the host")
+        if isinstance(host_made, int) and host_made > HOST_ELEMENTS:
+            self._flag(R.HOST_COMPUTE, f"forward built {host_made} tensor values from Python lists or numpy arrays "
+                       f"on the {name} inputs (more than {HOST_ELEMENTS}): compute on the host")
+        if header.get("census_intact") is False:
+            self._flag(R.CENSUS_BYPASSED, f"forward ran with the op census switched off or paused on the {name} "
+                       "inputs: its PyTorch work was hidden from the policy")
+        if header.get("foreign_memory"):
+            self._flag(R.NOT_PLAIN_OUTPUT, f"forward returned a tensor over memory torch did not allocate (numpy, "
+                       f"a foreign buffer) on the {name} inputs: made outside torch and Triton")
 
         metas = header.get("outputs")
         if not isinstance(metas, list):
@@ -393,8 +463,13 @@ class Judge:
         return "go"
 
     def _child_error(self, header: dict[str, Any]) -> str:
+        self._process_facts(header, str(header.get("variation") or header.get("stage") or "")[:40])
+        if self.flags:
+            return "stop"
         reason = str(header.get("reason", R.RUNTIME_ERROR))
-        if reason not in R.CHILD_REASONS:  # the candidate's process may give only these (it is the candidate's)
+        if reason == R.INTERNAL_ERROR and not self.ref_done:
+            pass  # the verifier's own harness, before the candidate was imported: trusted
+        elif reason not in R.CHILD_REASONS:  # the candidate's process may give only these (it is the candidate's)
             reason = R.RUNTIME_ERROR
         stage = str(header.get("stage", ""))
         if reason == R.COMPILE_ERROR and stage in ("tiny", "full"):
@@ -410,6 +485,9 @@ class Judge:
     def _timing(self, header: dict[str, Any]) -> str | None:
         if self.passed != "full":
             return self._fail(R.PROTOCOL_ERROR, "timing before the full stage passed")
+        self._process_facts(header, "timing")
+        if self.flags:
+            return "stop"
         try:
             stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []),
                                   float(self.settings.timing_trim))
@@ -469,6 +547,8 @@ class Judge:
             v.ref_time_ms = self.timing["reference"]["trimmed_mean_ms"]
             v.kernel_time_ms = self.timing["candidate"]["trimmed_mean_ms"]
             v.speedup = self.timing["speedup"]
+            if self.timed_checked:
+                v.notes.append(f"outputs of {self.timed_checked} timed calls checked against the reference")
             review = float(self.settings.speedup_review)
             if v.speedup > review:
                 v.review = True

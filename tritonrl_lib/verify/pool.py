@@ -99,6 +99,9 @@ class _Worker:
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
     ref_keys: set = dataclasses.field(default_factory=set)  # what its reference cache holds (reference_cache.py)
+    longest_s: float | None = None  # the longest its job may take (limits.Limits.longest_s, from the worker)
+    wants_alone: bool = False  # its job's task is too big to share the GPU: it waits for the GPU to itself
+    alone: bool = False  # it has the GPU to itself (nothing else is handed out there until its result)
 
 
 AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
@@ -179,6 +182,8 @@ class VerifierPool:
         # workers' records, shared per GPU: as much as the workers' caches hold together
         self._references = _pool_store(self.config.reference_cache_mb * self.size)
         self.python = sys.executable  # the interpreter workers run in
+        # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
+        self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range")}
         self._lock = threading.Lock()  # one map at a time (callers on several threads take turns)
 
     # ---------------------------------------------------------------- public
@@ -332,18 +337,24 @@ class VerifierPool:
         busy: dict[int, tuple[dict[str, Any], str | None]] = {}
         sent_at: dict[int, float] = {}  # for TRITONRL_TRACE's timeline
         while pending or any(w is not None and w.job_index is not None for w in self._slots):
-            # hand out work: start workers lazily, only as many as there are jobs
+            # hand out work: start workers lazily, only as many as there are jobs; none where a job
+            # waits for (or has) its GPU to itself
+            self._grant_alone()
             for slot in range(self.size):
                 if not pending:
                     break
                 w = self._slots[slot]
+                if w is not None and w.job_index is None and self._reserved(w):
+                    continue
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
                 if w.job_index is None:
                     i, job, key = _next_job(pending, w, [o for o in self._slots if o is not None],
                                             lambda job, w=w: self._recorded(w, job))
+                    job.setdefault("seeds", self._seeds)
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
+                    w.longest_s, w.wants_alone, w.alone = None, False, False
                     sent_at[i] = w.job_started
                     try:
                         self._offer_reference(w, job)
@@ -376,6 +387,12 @@ class VerifierPool:
                         raise VerifierError(f"verifier workers cannot start ({self._start_failures} tries):\n{err}")
                 elif kind == "started":
                     w.child_pid = msg.get("child")
+                elif kind == "limits":
+                    if isinstance(msg.get("longest_s"), (int, float)):
+                        w.longest_s = float(msg["longest_s"])
+                        w.job_started = time.monotonic()
+                elif kind == "exclusive":
+                    w.wants_alone = True
                 elif kind == "reference":
                     try:
                         self._keep_reference(w, msg)
@@ -387,6 +404,7 @@ class VerifierPool:
                         w.ref_keys = {k for k in msg["ref_keys"] if isinstance(k, str)}
                     i = w.job_index
                     w.job_index = None
+                    w.wants_alone = w.alone = False
                     job, _ = busy.pop(i)
                     verdict = Verdict.from_dict(msg["verdict"])
                     verdict.task_id = verdict.task_id or job["task_id"]
@@ -399,12 +417,43 @@ class VerifierPool:
             for w in live:
                 if w.job_index is None or w.job_index not in busy or self._slots[w.slot] is not w:
                     continue
-                limit = (float(busy[w.job_index][0]["settings"]["timeout_s"]) + RESULT_GRACE_S) if w.ready \
-                    else STARTUP_TIMEOUT_S
+                if w.wants_alone and not w.alone:
+                    w.job_started = now  # waiting for its GPU is no time of its job's
+                    continue
+                longest = w.longest_s if w.longest_s is not None else \
+                    float(busy[w.job_index][0]["settings"]["timeout_s"])
+                limit = (longest + RESULT_GRACE_S) if w.ready else STARTUP_TIMEOUT_S
                 if now - w.job_started > limit:
                     what = "answered nothing" if w.ready else "did not start"
                     yield from self._lost(w, busy, f"the verifier worker {what} within {limit:.0f} s",
                                           requeue=not w.ready, pending=pending)
+
+    # ---------------------------------------------------------------- a GPU to itself
+
+    def _reserved(self, w: _Worker) -> bool:
+        """Whether nothing may be handed to idle worker `w`: a job of its GPU waits for (or has) it alone."""
+        scope = self._scope(w)
+        return any(o is not None and o is not w and o.job_index is not None and (o.wants_alone or o.alone)
+                   and self._scope(o) == scope for o in self._slots)
+
+    def _grant_alone(self) -> None:
+        """Give a waiting job its GPU once every other job there has ended (one at a time per GPU)."""
+        for w in self._slots:
+            if w is None or w.job_index is None or not w.wants_alone or w.alone:
+                continue
+            scope = self._scope(w)
+            others = [o for o in self._slots if o is not None and o is not w and o.job_index is not None
+                      and self._scope(o) == scope]
+            if any(o.alone for o in others) or any(not o.wants_alone for o in others):
+                continue
+            if any(o.wants_alone and o.slot < w.slot for o in others):
+                continue  # the first waiter goes first
+            try:
+                w.conn.send({"type": "exclusive_go"})
+            except (OSError, ValueError):
+                continue
+            w.alone = True
+            w.job_started = time.monotonic()
 
     # ---------------------------------------------------------------- reference phases shared
 

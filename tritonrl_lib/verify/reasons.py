@@ -35,6 +35,8 @@ class Reason:
     made_by: tuple[str, ...]  # the modules that give it (of verify/; "static" is the package, "extract" ../extract.py)
     suffix: str = ""  # for a family: what follows the colon, as docs write it ("<input set>")
     uncached_suffixes: frozenset[str] = frozenset()  # members of a cacheable family that are not
+    side: str = "candidate"  # whose doing: "candidate", "verifier" (its own limits or failures: a bug or a
+    # machine too small, never the candidate's verdict) or "task" (the reference itself cannot be judged)
 
 
 CATALOGUE: dict[str, Reason] = {}
@@ -45,10 +47,13 @@ _AT_RUN = ("compile", "tiny", "full")  # whatever the candidate's process was ru
 
 
 def _reason(name: str, stages: tuple[str, ...], meaning: str, made_by: str, cacheable: bool = True,
-            suffix: str = "", uncached_suffixes: frozenset[str] = frozenset()) -> str:
+            suffix: str = "", uncached_suffixes: frozenset[str] = frozenset(), side: str = "candidate") -> str:
     if name in CATALOGUE:
         raise ValueError(f"reason {name!r} is in the catalogue twice")
-    CATALOGUE[name] = Reason(name, stages, meaning, cacheable, tuple(made_by.split()), suffix, uncached_suffixes)
+    if side not in ("candidate", "verifier", "task"):
+        raise ValueError(f"reason {name!r}: side must be candidate, verifier or task")
+    CATALOGUE[name] = Reason(name, stages, meaning, cacheable, tuple(made_by.split()), suffix, uncached_suffixes,
+                             side)
     return name
 
 
@@ -119,34 +124,49 @@ CHEAT = _reason("cheat", _AT_OUTPUTS, "a runtime check found a cheat (RUNTIME_FL
 # --------------------------------------------------------------------------- the sandbox and the worker
 
 REFERENCE_ERROR = _reason("reference_error", _AT_COMPILE, "the task's reference failed or gave no outputs for the "
-                          "original inputs: the candidate never ran", "judge")
+                          "original inputs: the candidate never ran", "judge", side="task")
+REFERENCE_RANDOM = _reason("reference_random", _AT_COMPILE, "the task's reference gives other outputs for the same "
+                           "inputs on every run, even in eval mode (random ops in forward): nothing to compare against",
+                           "judge", side="task")
+TASK_TOO_LARGE = _reason("task_too_large", _AT_COMPILE, "the task's own inputs, outputs and reference need more GPU "
+                         "or host memory than this machine has (said up front, with the sizes)", "job",
+                         cacheable=False, side="task")
+REFERENCE_TIMEOUT = _reason("reference_timeout", _AT_COMPILE, "the reference phase (drawing inputs, running the "
+                            "reference on every input set) did not finish within its own budget",
+                            "sandbox", cacheable=False, side="verifier")
+SETUP_TIMEOUT = _reason("setup_timeout", _AT_COMPILE, "the candidate's process did not get set up (CUDA context) "
+                        "within its own budget: the machine's, not the candidate's", "sandbox", cacheable=False,
+                        side="verifier")
 PROTOCOL_ERROR = _reason("protocol_error", _AT_RUN, "the candidate's process broke the protocol: a malformed or "
                          "oversized message, out of order, or it ended without passing every stage",
                          "judge sandbox")
-INTERNAL_ERROR = _reason("internal_error", _AT_RUN, "the verifier's own code failed (the harness in the "
-                         "candidate's process, the worker, or no verdict came back)", "judge worker pool",
-                         cacheable=False)
-TIMEOUT = _reason("timeout", _AT_RUN, "no verdict within verify.timeout_s", "sandbox", cacheable=False)
+INTERNAL_ERROR = _reason("internal_error", _AT_RUN, "the verifier's own code failed (harness, worker, or no "
+                         "verdict came back); the error names the exception, its message and where",
+                         "judge worker pool job", cacheable=False, side="verifier")
+TIMEOUT = _reason("timeout", _AT_RUN, "the candidate's own work (CPU time after the reference phase) passed "
+                  "verify.timeout_s, or it sat idle past the wall-clock backstop",
+                  "sandbox", cacheable=False)
 MEMORY_LIMIT = _reason("memory_limit", _AT_RUN, "the candidate's processes together held more resident memory "
                        "than verify.memory_limit_mb", "sandbox", cacheable=False)
 FORK_FLOOD = _reason("fork_flood", _AT_RUN, "more live processes than the limit, or processes left after the "
                      "candidate's process exited (also a cheat flag)", "sandbox judge")
 POOL_GONE = _reason("pool_gone", _AT_RUN, "the pool closed its connection while the candidate ran", "sandbox",
-                    cacheable=False)
+                    cacheable=False, side="verifier")
 PROCESS_EXIT = _reason("process_exit", _AT_RUN, "the candidate's process exited (or vanished) without a result",
                        "judge")
 CRASH_SIGNAL = _reason("crash_signal", _AT_RUN, "the candidate's process was killed by a signal (SIGKILL is "
                        "often the machine's: not cached)", "judge", suffix="<SIG>",
                        uncached_suffixes=frozenset({"SIGKILL"}))
 WORKER_LOST = _reason("worker_lost", _AT_RUN, "the worker died or went silent; it was replaced", "pool",
-                      cacheable=False)
+                      cacheable=False, side="verifier")
 TIMING_FAILED = _reason("timing_failed", _AT_TIMING, "correct, but timing failed for <reason>: no speed number",
                         "judge", cacheable=False, suffix="<reason>")
 
 # --------------------------------------------------------------------------- the families' members
 
-# the input sets a mismatch names: tiny, then variations.VARIATION_ORDER ("dtype" is written dtype:<half dtype>)
-INPUT_SETS = ("tiny", "original", "scaled", "seed", "larger", "dtype")
+# the input sets a mismatch names: tiny, then variations.VARIATION_ORDER ("dtype" is written dtype:<half dtype>),
+# and "timed": an output of a timed call (checked like the original's)
+INPUT_SETS = ("tiny", "original", "range", "offset", "seed", "larger", "resized", "dtype", "timed")
 
 # the cheat flags the judge raises at run time (written `cheat:<flag>`; some carry `:<what>`)
 FOREIGN_KERNEL = "foreign_kernel"  # :<kernel> forward launched a Triton kernel defined outside the solution
@@ -154,7 +174,18 @@ NO_TRITON_LAUNCH = "no_triton_launch"  # forward launched no Triton kernel on an
 PYTORCH_COMPUTE = "pytorch_compute"  # :<aten op> forward ran an op the policy leaves to Triton
 INPUT_MUTATED = "input_mutated"  # forward changed its inputs in place
 CACHED_OUTPUT = "cached_output"  # bit-identical outputs for two input sets whose reference outputs differ
-RUNTIME_FLAGS = frozenset({FOREIGN_KERNEL, NO_TRITON_LAUNCH, PYTORCH_COMPUTE, INPUT_MUTATED, CACHED_OUTPUT})
+HOST_COMPUTE = "host_compute"  # forward read tensors into Python or built outputs from Python/numpy data
+NOT_PLAIN_OUTPUT = "not_plain_output"  # an output is a tensor subclass or lives in memory torch did not allocate
+CENSUS_BYPASSED = "census_bypassed"  # forward ran with the op census switched off, paused, or beside it
+MONKEYPATCH = "monkeypatch"  # :<what> a function or class of torch, triton, time, builtins or the verifier replaced
+GLOBAL_STATE = "global_state"  # :<what> PyTorch's global settings changed (TF32, deterministic, threads, ...)
+# the guard's refusals (guard.py): the candidate's process tried what only an attack needs
+GUARD_FLAGS = frozenset({"threads", "process", "ctypes", "introspection", "network", "environment",
+                         "dynamic_code", "forbidden_import", "tampering"})
+TIMED_OUTPUT = "timed_output_wrong"  # an output of a timed call was wrong though the same inputs' was right
+RUNTIME_FLAGS = frozenset({FOREIGN_KERNEL, NO_TRITON_LAUNCH, PYTORCH_COMPUTE, INPUT_MUTATED, CACHED_OUTPUT,
+                           HOST_COMPUTE, NOT_PLAIN_OUTPUT, CENSUS_BYPASSED, MONKEYPATCH, GLOBAL_STATE, TIMED_OUTPUT,
+                           *GUARD_FLAGS})
 
 _SUFFIX = re.compile(r"^[A-Za-z0-9_.:\-]{1,160}$")  # what a suffix may hold (kernel and op names are sanitised)
 _SIGNAL = re.compile(r"^SIG[A-Z0-9+\-]+$")
@@ -206,6 +237,16 @@ def may_cache(reason: str) -> bool:
     if found is None or not found.cacheable:
         return False
     return reason.partition(":")[2] not in found.uncached_suffixes
+
+
+def side(reason: str) -> str:
+    """Whose doing a verdict's reason is: "candidate", "verifier" or "task" (catalogue's `side`)."""
+    found = entry(reason)
+    if found is None:
+        return "verifier"  # an unknown reason is a bug of the verifier's
+    if found.name == TIMING_FAILED:
+        return side(reason.partition(":")[2])
+    return found.side
 
 
 def head(reason: str) -> str:

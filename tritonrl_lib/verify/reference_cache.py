@@ -42,7 +42,7 @@ FDS_PER_MESSAGE = 200  # descriptors per message (the kernel takes at most 253)
 
 def cache_key(job: dict[str, Any]) -> str:
     settings = {k: job["settings"].get(k) for k in REFERENCE_SETTINGS}
-    raw = json.dumps([job["task_source"], settings, job["device"]], sort_keys=True)
+    raw = json.dumps([job["task_source"], settings, job["device"], job.get("seeds")], sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()
 
 

@@ -2,10 +2,13 @@
 
 `run_sandboxed` forks the child (forking.py) or hands the job to a spare started ahead (spares.py),
 then reads its frames (protocol.py) and passes each to `on_message` (the judge), which answers a
-gate, a request, or says to stop. Meanwhile it enforces the job's `Limits` (limits.py): the
-timeout, resident memory summed over every process of the candidate's tree, the number of those
-processes and the bytes sent; and it watches the pool's connection. When one is crossed, the judge
-has seen enough, or the child has said its last, the whole tree is killed (processes.kill_tree).
+gate, a request, or says to stop. Meanwhile it enforces the job's `Limits` (limits.py): three clocks,
+one per phase of the child (its set-up until "setup_done", the reference phase until "ref_done", both
+the verifier's own work with their own budgets and their own reasons; then the candidate's, which
+counts the CPU time its processes use, not the time they wait, with a wall-clock backstop), resident
+memory summed over every process of the candidate's tree, the number of those processes and the bytes
+sent; and it watches the pool's connection. When one is crossed, the judge has seen enough, or the
+child has said its last, the whole tree is killed (processes.kill_tree).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from . import reasons as R
 from . import shared_blobs
 from .forking import fork_child
 from .limits import Limits
-from .processes import descendants, dying, kill_tree, proc_table, reap_children, tree_memory_bytes
+from .processes import cpu_seconds, descendants, dying, kill_tree, proc_table, reap_children, tree_memory_bytes
 from .protocol import GO, ChildChannel, FrameReader, ProtocolError, send_reply, with_mapped
 from .spares import Spare
 
@@ -87,6 +90,7 @@ def run_sandboxed(
         on_running = None
 
     start = time.monotonic()
+    clock = _Clocks(limits, start, set_up=launched is not None)
     reader = FrameReader(limits.max_transfer_bytes)
     kill_reason: str | None = None
     detail = ""
@@ -121,6 +125,7 @@ def run_sandboxed(
                     try:
                         for header, blobs in reader.feed(data):
                             blobs = with_mapped(blob_sock, header, blobs, reader)
+                            clock.on_message(header.get("type"), me, apart)
                             action = on_message(header, blobs)
                             if isinstance(action, dict):
                                 try:
@@ -160,6 +165,10 @@ def run_sandboxed(
             if now - last_watch >= WATCH_EVERY_S:
                 last_watch = now
                 tree = [p for p in descendants(me, proc_table(), apart) if p.state != "Z"]
+                over = clock.over(now, tree)
+                if over is not None:
+                    kill_reason, detail = over
+                    break
                 rss = (tree_memory_bytes(tree, limits.memory_limit_mb << 20) if limits.memory_limit_mb
                        else sum(p.rss_bytes for p in tree))
                 peak_rss = max(peak_rss, rss)
@@ -171,8 +180,9 @@ def run_sandboxed(
                     kill_reason = R.MEMORY_LIMIT
                     detail = f"resident memory {rss >> 20} MiB over the limit of {limits.memory_limit_mb} MiB"
                     break
-            if now - start > limits.timeout_s:
-                kill_reason, detail = R.TIMEOUT, f"no verdict within {limits.timeout_s:g} s"
+            over = clock.over(now, None)
+            if over is not None:
+                kill_reason, detail = over
                 break
     finally:
         # every process of the candidate is killed; their exit finishes without us (kill_tree)
@@ -194,6 +204,57 @@ def run_sandboxed(
         detail = detail or "the child stopped in the middle of a message"
     return SandboxOutcome(exit_status, kill_reason, leftover, _read_tail(log_path), peak_rss / 2**20, detail,
                           prestarted=launched is not None)
+
+
+class _Clocks:
+    """The three phases' budgets: set-up and reference phase (wall clock: the verifier's own work, said
+    as such), then the candidate's own work (CPU time of its processes since the reference phase ended,
+    against `timeout_s`, plus the reference phase's CPU time: drawing inputs and sending outputs again
+    is the verifier's work done on the candidate's clock) with a wall-clock backstop for a process that
+    only waits."""
+
+    def __init__(self, limits: Limits, start: float, set_up: bool):
+        self.limits = limits
+        self.phase = "reference" if set_up else "setup"  # a spare is set up already
+        self.phase_start = start
+        self.cpu_mark = 0.0  # the tree's CPU time when the current phase began
+        self.reference_cpu = 0.0
+        self.last_cpu = 0.0
+
+    def on_message(self, kind: Any, me: int, apart: Collection[tuple[int, int]]) -> None:
+        if kind == "setup_done" and self.phase == "setup":
+            self._next("reference", me, apart)
+        elif kind == "ref_done" and self.phase in ("setup", "reference"):
+            cpu = self._next("candidate", me, apart)
+            self.reference_cpu = cpu
+
+    def _next(self, phase: str, me: int, apart: Collection[tuple[int, int]]) -> float:
+        cpu = cpu_seconds([p for p in descendants(me, proc_table(), apart) if p.state != "Z"])
+        spent = cpu - self.cpu_mark
+        self.phase, self.phase_start, self.cpu_mark = phase, time.monotonic(), cpu
+        return spent
+
+    def over(self, now: float, tree: list[Any] | None) -> tuple[str, str] | None:
+        lim = self.limits
+        wall = now - self.phase_start
+        if self.phase == "setup" and wall > lim.setup_s:
+            return R.SETUP_TIMEOUT, f"the candidate's process was not set up within {lim.setup_s:g} s"
+        if self.phase == "reference" and wall > (lim.reference_s or lim.timeout_s):
+            return R.REFERENCE_TIMEOUT, (f"the reference phase took longer than its budget of "
+                                         f"{lim.reference_s or lim.timeout_s:g} s")
+        if self.phase != "candidate":
+            return None
+        budget = lim.timeout_s + self.reference_cpu
+        if tree is not None:
+            self.last_cpu = cpu_seconds(tree) - self.cpu_mark
+        if self.last_cpu > budget:
+            return R.TIMEOUT, (f"the candidate's processes worked {self.last_cpu:.0f} s of CPU time after the "
+                               f"reference phase (limit {lim.timeout_s:g} s, plus {self.reference_cpu:.0f} s for "
+                               "the verifier's own work on its inputs and outputs)")
+        if wall > lim.wall_factor * budget:
+            return R.TIMEOUT, (f"no verdict {wall:.0f} s after the reference phase (wall-clock backstop: "
+                               f"{lim.wall_factor:g} x {budget:.0f} s)")
+        return None
 
 
 def _left_behind(me: int, pid: int, apart: Collection[tuple[int, int]]) -> int:

@@ -50,6 +50,9 @@ def _worker_imports(device: str) -> None:
         except ImportError:
             pass
     from . import child, job, judge, policy, timing  # noqa: F401
+    from .footprint import warm
+
+    warm()  # the meta-device measurement's imports, paid once here (no CUDA), not in every probe
 
     if device == "cuda":
         from .compile_check import warm_gpu_compiler
