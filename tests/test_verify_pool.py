@@ -59,10 +59,10 @@ def test_correct_solutions_pass(pool, name, level):
     assert v.correct, (v.reason, v.error)
     assert (v.stage, v.reason, v.reward, v.cheat_flags) == ("full", "ok", 0.7, [])
     names = [e["name"] for e in v.errors]
-    assert names[:3] == ["tiny", "original", "scaled"] and "seed" in names
+    assert names[:3] == ["tiny", "original", "range"] and {"seed", "offset", "dtype:float16"} <= set(names)
     assert all(e["ok"] for e in v.errors)
     assert "timing skipped: no GPU" in v.notes
-    assert any("dtype skipped" in n for n in v.notes)
+    assert any("float16 only on the CPU" in n for n in v.notes)  # the interpreter runs float16, not bfloat16
 
 
 def test_weights_come_from_the_reference(pool):
@@ -173,7 +173,14 @@ def test_one_pool_survives_every_hostile_candidate(pool):
     assert_no_leftovers(pool)
 
 
-# with the static check bypassed, the runtime layer must still catch these on its own
+# with the static check bypassed, the runtime layer must still catch these on its own: first the guard in the
+# candidate's process (guard.py) refuses what only an attack needs (here: new processes) ...
+GUARDED = {"adv_fork_flood": ("compile", "cheat:process", "process"),
+           "adv_fork_leftover": ("compile", "cheat:process", "process"),
+           "adv_memory_tree": ("compile", "cheat:process", "process"),
+           "adv_kill_worker": ("compile", "cheat:process", "process"),
+           "adv_patch_allclose": ("compile", "cheat:monkeypatch:torch.allclose", "monkeypatch:torch.allclose")}
+# ... and with the guard off too (TRITONRL_UNSAFE_NO_GUARD), the sandbox's own limits
 RUNTIME_ONLY = {
     "adv_pure_torch": ("compile", "cheat:no_triton_launch", "pytorch_compute:aten.relu.default"),
     "adv_try_except_fallback": ("compile", "cheat:no_triton_launch", "no_triton_launch"),
@@ -183,24 +190,35 @@ RUNTIME_ONLY = {
     "adv_memory_tree": ("compile", "memory_limit", None),
     "adv_kill_worker": ("static", "worker_lost", None),
     "adv_foreign_kernel": ("compile", "cheat:foreign_kernel:", "foreign_kernel:some_library.library_relu"),
-    "adv_patch_allclose": ("compile", "mismatch:tiny", None),
     "adv_patch_reference": ("compile", "mismatch:tiny", None),
     "adv_compute_in_grid": ("compile", "cheat:pytorch_compute:aten.relu.default", None),
 }
 
 
-def test_runtime_layer_catches_what_static_would(pool):
+def test_the_guard_catches_what_static_would(pool):
+    names = list(GUARDED)
+    verdicts = pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
+                        config=VerifyConfig(timeout_s=90, memory_limit_mb=1500))
+    for name, v in zip(names, verdicts):
+        _check(v, name, *GUARDED[name])
+    assert verdicts[-1].correct, verdicts[-1].error
+    assert_no_leftovers(pool)
+
+
+def test_the_sandbox_catches_what_static_and_the_guard_would(monkeypatch):
+    monkeypatch.setenv("TRITONRL_UNSAFE_NO_GUARD", "1")
     names = list(RUNTIME_ONLY)
     # nothing here hangs: a long timeout lets the memory tree grow past the limit even on a slow machine
     cfg = VerifyConfig(timeout_s=90, memory_limit_mb=1500)
-    verdicts = pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
-                        config=cfg)
-    for name, v in zip(names, verdicts):
-        _check(v, name, *RUNTIME_ONLY[name])
-        assert "static check skipped" in v.notes or v.reason == "worker_lost"
-    assert verdicts[-1].correct, verdicts[-1].error
-    assert pool.restarts >= 1  # the killed worker was replaced
-    assert_no_leftovers(pool)
+    with VerifierPool(workers=2, progress=False) as unguarded:
+        verdicts = unguarded.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
+                                 config=cfg)
+        for name, v in zip(names, verdicts):
+            _check(v, name, *RUNTIME_ONLY[name])
+            assert "static check skipped" in v.notes or v.reason == "worker_lost"
+        assert verdicts[-1].correct, verdicts[-1].error
+        assert unguarded.restarts >= 1  # the killed worker was replaced
+        assert_no_leftovers(unguarded)
 
 
 def test_order_is_preserved_across_mixed_outcomes(pool):

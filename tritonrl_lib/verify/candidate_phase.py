@@ -38,13 +38,14 @@ from .encoding import release_blanks
 from .input_sets import InputSet, ModelSpec, Plan
 from .launch_compiler import SM, LaunchCompiler
 from .process_state import ProcessState
-from .runtime_checks import (LaunchTracker, OpCensus, _torch_owned, flatten_outputs, interpreter_autotune,
-                             perturb_host_allocator, poison_allocator, same_bits)
+from .runtime_checks import (CensusWatch, LaunchTracker, OpCensus, _torch_owned, flatten_outputs,
+                             interpreter_autotune, perturb_host_allocator, poison_allocator, same_bits)
 from .static.rules import import_verdict
 from .variations import load_module_file
 
 MAX_HOLDS_TRACED = 60  # GPU lock holds sent with TRITONRL_TRACE
 TIMED_CHECKS = 3  # timed trials whose output is checked, chosen at random after they ran (and the last)
+UNSAFE_NO_GUARD = "TRITONRL_UNSAFE_NO_GUARD"  # tests of the sandbox's own limits only: the guard counts, refuses nothing
 REUSE_MAX_BYTES = 1 << 30  # input sets this small go into the previous set's tensors (same addresses)
 # namespaces whose callables the guard records (a replacement of any is a cheat flag)
 WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn", "torch.nn.functional", "torch.nn.modules.module",
@@ -68,6 +69,7 @@ class CandidatePhase:
         self.clock = None
         self.state: ProcessState | None = None
         self.census = OpCensus()
+        self.watch = CensusWatch(self.census)
         self.held: list[Any] | None = None  # the last call's inputs: the next set of their shapes goes into them
 
     @staticmethod
@@ -159,8 +161,11 @@ class CandidatePhase:
 
         watched["triton.runtime.jit.JITFunction"] = JITFunction
         self.state = ProcessState.capture()
+        enforce = os.environ.get(UNSAFE_NO_GUARD) != "1"
+        if not enforce:
+            self.child.note(f"the guard is off ({UNSAFE_NO_GUARD}=1: for testing the sandbox's own limits alone)")
         self.guard = guard_mod.Guard(path, trusted_files=[runtime_checks.__file__], watched=watched,
-                                     denied_import=import_verdict)
+                                     denied_import=import_verdict, enforce=enforce)
         self.guard.install()
 
     def send_notes(self) -> None:
@@ -238,7 +243,7 @@ class CandidatePhase:
         intact = True
         g.begin()
         try:
-            with census:
+            with census, self.watch:
                 out = model(*inputs)
                 intact = _current_mode() is census
             self.child.sync()
@@ -251,6 +256,8 @@ class CandidatePhase:
                           "error": excerpt(e), **self.guard_facts()})
             return False
         facts = g.end()
+        if facts.bypassed:
+            intact = False
         if g.paused:
             intact = False  # ended with the census paused: its pauses did not come from the verifier's own copies
             g.paused = 0

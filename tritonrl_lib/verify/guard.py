@@ -69,9 +69,9 @@ _WATCHED = frozenset(_DENY) | _IMPORTING | {
     "subprocess.Popen", "os.posix_spawn", "os.exec", "mmap.__new__"}
 
 # the verifier's own events (raised by runtime_checks.py): only its files may raise them
-EV_LAUNCH, EV_FOREIGN, EV_OP, EV_PAUSE, EV_HOST_READ, EV_HOST_MADE, EV_NOTE, EV_THREADS = (
+EV_LAUNCH, EV_FOREIGN, EV_OP, EV_PAUSE, EV_HOST_READ, EV_HOST_MADE, EV_NOTE, EV_THREADS, EV_BYPASS = (
     "tritonrl.launch", "tritonrl.foreign_launch", "tritonrl.op", "tritonrl.pause", "tritonrl.host_read",
-    "tritonrl.host_made", "tritonrl.note", "tritonrl.threads")
+    "tritonrl.host_made", "tritonrl.note", "tritonrl.threads", "tritonrl.census_bypassed")
 _REFUSAL_FILE = "<tritonrl: threads refused>"  # the thread refusal's code (compiled by _deny_threads)
 # the census may be paused only by these functions of the trusted files (the interpreter's own argument
 # copies, the compile check): a candidate that calls the reporting function itself cannot pause it
@@ -88,6 +88,7 @@ class Facts:
         self.ops: Counter[str] = Counter()
         self.host_read = 0  # elements read into Python (tolist, numpy, item, iteration)
         self.host_made = 0  # elements made from Python or numpy data (torch.tensor(list), from_numpy)
+        self.bypassed: list[str] = []  # torch functions called while the op census was off the stack
 
 
 class Guard:
@@ -222,6 +223,9 @@ class Guard:
         elif event == EV_HOST_MADE:
             if not self.paused:
                 f.host_made += int(args[0])
+        elif event == EV_BYPASS:
+            if len(f.bypassed) < 8:
+                f.bypassed.append(str(args[0])[:60])
 
     def _judge(self, event: str, args: tuple) -> tuple[str, str] | None:
         stack = _stack(sys._getframe(1))

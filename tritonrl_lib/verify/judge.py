@@ -356,9 +356,6 @@ class Judge:
         if header.get("census_intact") is False:
             self._flag(R.CENSUS_BYPASSED, f"forward ran with the op census switched off or paused on the {name} "
                        "inputs: its PyTorch work was hidden from the policy")
-        if header.get("foreign_memory"):
-            self._flag(R.NOT_PLAIN_OUTPUT, f"forward returned a tensor over memory torch did not allocate (numpy, "
-                       f"a foreign buffer) on the {name} inputs: made outside torch and Triton")
 
         metas = header.get("outputs")
         if not isinstance(metas, list):
@@ -372,6 +369,9 @@ class Judge:
         if cached_from:
             self._flag(R.CACHED_OUTPUT, f"forward returned bit-identical outputs for the {name} and {cached_from[0]} "
                        "inputs, whose reference outputs differ")
+        elif header.get("foreign_memory"):
+            self._flag(R.NOT_PLAIN_OUTPUT, f"forward returned a tensor over memory torch did not allocate (numpy, "
+                       f"a foreign buffer) on the {name} inputs: made outside torch and Triton")
         if self.flags:
             entry["ok"] = False
             return "stop"

@@ -35,6 +35,7 @@ GIB = 1 << 30
 HEADROOM = 1.5  # a candidate may hold this much more than the reference did on an input set
 CONTEXT_BYTES = 1 * GIB  # a CUDA context, Triton's and cuBLAS's workspaces
 HOST_BASE_BYTES = 3 * GIB  # a candidate's process before any of its task's data (torch, Triton, CUDA)
+SMALL_DATA_BYTES = 256 << 20  # task data the configured memory limit is expected to hold as it is
 SETUP_S = 180.0  # a process's own set-up (CUDA context on a busy, cold machine)
 REFERENCE_S_PER_GIB = 4.0  # the reference phase's budget grows with the bytes its input sets move
 WALL_FACTOR = 4.0  # the wall-clock backstop: this many times the candidate's CPU-time budget
@@ -101,11 +102,9 @@ class Budget:
         factor = next((f for f in LARGER_FACTORS if HEADROOM * peak * f <= usable),
                       next((f for f in SMALLER_FACTORS if HEADROOM * peak * f <= usable), 0.5))
         biggest_out = fp.output_bytes * max(1.0, factor)
-        if device == "cuda":
-            host_need = HOST_BASE_BYTES + 2.5 * biggest_out
-        else:
-            host_need = HOST_BASE_BYTES + 3 * peak * max(1.0, factor)
-        memory_mb = max(mem_mb, int(host_need) >> 20)
+        data = 2.5 * biggest_out if device == "cuda" else 3 * peak * max(1.0, factor)
+        # the configured limit holds a task's small data; a task whose data is large gets room for it
+        memory_mb = mem_mb if data <= SMALL_DATA_BYTES else max(mem_mb, int(HOST_BASE_BYTES + data) >> 20)
         # every input set's inputs and outputs once through the reference phase: six full-size sets at most
         moved = (fp.input_bytes + fp.output_bytes) * (5 + max(1.0, factor))
         return cls(fraction, exclusive, memory_mb,

@@ -25,7 +25,9 @@ import sys
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
 
 from . import guard
 from .compile_errors import CUDACompileError, mark_compiled
@@ -72,6 +74,35 @@ class OpCensus(TorchDispatchMode):
                 elif src.device.type == "cpu" and not _torch_owned(src):
                     _audit(guard.EV_HOST_MADE, int(src.numel()))
         return out
+
+
+class CensusWatch(TorchFunctionMode):
+    """A second, independent look: every torch function called during forward checks that the op
+    census is still on top of the dispatch-mode stack. A candidate that switches it off for a while
+    (PyTorch's own `_disable_current_modes`, a mode of its own pushed above it) calls torch functions
+    meanwhile, and each such call is reported (guard.EV_BYPASS). Calls made by the census itself, whose
+    handler runs with its own mode popped, are not the candidate's."""
+
+    def __init__(self, census: OpCensus):
+        super().__init__()
+        self.census = census
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if _current_dispatch_mode() is not self.census and not _inside_census(sys._getframe(1)):
+            _audit(guard.EV_BYPASS, getattr(func, "__name__", "?"))
+        return func(*args, **(kwargs or {}))
+
+
+def _inside_census(frame: Any, depth: int = 4) -> bool:
+    """Whether a call comes from the census's own handler (which runs with its mode popped), within a
+    few frames (an op called through torch's OpOverload wrapper is one frame further)."""
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename == __file__ and frame.f_code.co_name == "__torch_dispatch__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _torch_owned(t: torch.Tensor) -> bool:
