@@ -27,7 +27,19 @@ def test_on_a_terminal_the_bar_is_one_line_redrawn_and_lines_scroll_above_it():
         mon.stdout.write("4 samples\n")
     assert lines == ["      RL: resuming after round 1 of 3", "      round 2: 4 samples"]
     drawn = term.getvalue()
-    assert "\r\x1b[K      rollout: 2/4 (50%)" in drawn and drawn.endswith("\r\x1b[K")  # cleared at the end
+    assert "\r\x1b[K      [0m 00s] rollout: 2/4 (50%)" in drawn and drawn.endswith("\r\x1b[K")  # cleared at the end
+
+
+def test_a_silent_notebook_still_shows_it_is_running():
+    term, lines = io.StringIO(), []
+    with StepMonitor(lines.append, live=True, terminal=term):
+        time.sleep(2.5)  # the clock ticks on the live line
+    assert "[0m 02s] running" in term.getvalue()
+    lines = []
+    with StepMonitor(lines.append, live=False, quiet_s=1.0) as mon:
+        mon.status("rollout: 1/4 (25%)")
+        time.sleep(2.5)
+    assert any(x.startswith("      (still running, 0m 0") and "last progress: rollout: 1/4 (25%)" in x for x in lines)
 
 
 def test_a_live_log_becomes_the_status_as_records_arrive(tmp_path):

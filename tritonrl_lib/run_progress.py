@@ -67,18 +67,24 @@ class _Stream:
 class StepMonitor:
     """Forwards one running notebook's output to `log` (lines) and a live status line (bars, logs).
 
-    `live`: rewrite one status line in place on `terminal` (a TTY); otherwise statuses become log
-    lines, throttled. `watch`: (label, path) of JSONL logs whose new records are statuses."""
+    `live`: rewrite one status line in place on `terminal` (a TTY), with the step's elapsed time,
+    ticking even while the notebook is silent; otherwise statuses become log lines, throttled, and a
+    notebook silent for `quiet_s` gets a "still running" line. `watch`: (label, path) of JSONL logs
+    whose new records are statuses."""
 
     def __init__(self, log: Callable[[str], None], *, live: bool, indent: str = "      ",
-                 watch: Sequence[tuple[str, Path]] = (), every_s: float = 30.0, terminal: TextIO | None = None):
-        self.log, self.live, self.indent, self.every_s = log, live, indent, every_s
+                 watch: Sequence[tuple[str, Path]] = (), every_s: float = 30.0, quiet_s: float = 120.0,
+                 terminal: TextIO | None = None):
+        self.log, self.live, self.indent = log, live, indent
+        self.every_s, self.quiet_s = every_s, quiet_s
         self.terminal = terminal or sys.stderr
         self.watch = [(label, Path(path)) for label, path in watch]
         self._partial = {"stdout": "", "stderr": ""}
-        self._status_shown = ""  # the live line now drawn
+        self._started = self._said_at = time.monotonic()  # when the step began; when a log line last appeared
+        self._status = ""  # the latest progress
+        self._drawn = False  # a live line is on the terminal
         self._status_key = ""  # what the last status logged (not live) counted
-        self._status_at = time.monotonic()  # a log gets finished bars, and a heartbeat every `every_s`
+        self._status_at = self._started  # a log gets finished bars, and a heartbeat every `every_s`
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -88,12 +94,15 @@ class StepMonitor:
 
     # -- lines and statuses -----------------------------------------------------------
 
+    def _say(self, text: str) -> None:
+        self.log(f"{self.indent}{text}")
+        self._said_at = time.monotonic()
+
     def line(self, text: str) -> None:
         with self._lock:
             self._clear_live()
-            self.log(f"{self.indent}{text}")
-            if self.live and self._status_shown:
-                self._draw(self._status_shown)
+            self._say(text)
+            self._draw()
 
     def status(self, text: str, final: bool = False, key: str | None = None) -> None:
         """The step's latest progress. `key` names what it counts (a redraw of the same count with a
@@ -101,25 +110,33 @@ class StepMonitor:
         if not text:
             return
         with self._lock:
+            self._status = text
             if self.live:
-                self._status_shown = text
-                self._draw(text)
+                self._draw()
                 return
             key = key or text
             now = time.monotonic()
             if key != self._status_key and (final or now - self._status_at >= self.every_s):
                 self._status_key, self._status_at = key, now
-                self.log(f"{self.indent}{text}")
+                self._say(text)
 
-    def _draw(self, text: str) -> None:
-        width = 110
-        self.terminal.write("\r\x1b[K" + self.indent + text[:width])
+    def _elapsed(self) -> str:
+        m, s = divmod(int(time.monotonic() - self._started), 60)
+        return f"{m}m {s:02d}s"
+
+    def _draw(self) -> None:
+        if not self.live:
+            return
+        text = f"[{self._elapsed()}] {self._status or 'running'}"
+        self.terminal.write("\r\x1b[K" + self.indent + text[:110])
         self.terminal.flush()
+        self._drawn = True
 
     def _clear_live(self) -> None:
-        if self.live and self._status_shown:
+        if self._drawn:
             self.terminal.write("\r\x1b[K")
             self.terminal.flush()
+            self._drawn = False
 
     def _text(self, stream: str, text: str) -> None:
         """A chunk of the kernel's stdout or stderr: complete lines are lines, bar updates statuses."""
@@ -146,7 +163,7 @@ class StepMonitor:
         else:
             self.line(last.rstrip())
 
-    # -- live logs --------------------------------------------------------------------
+    # -- live logs and the clock -------------------------------------------------------
 
     def _poll(self) -> None:
         from .jsonio import DamagedFile, read_jsonl
@@ -163,11 +180,15 @@ class StepMonitor:
                     continue
                 if rows:
                     self.status(describe_record(label, rows[-1]))
+            with self._lock:
+                if self.live:
+                    self._draw()  # the clock ticks while the notebook is silent
+                elif time.monotonic() - self._said_at >= self.quiet_s:
+                    self._say(f"(still running, {self._elapsed()}; last progress: {self._status or 'none yet'})")
 
     def __enter__(self) -> "StepMonitor":
-        if self.watch:
-            self._thread = threading.Thread(target=self._poll, name="step-monitor", daemon=True)
-            self._thread.start()
+        self._thread = threading.Thread(target=self._poll, name="step-monitor", daemon=True)
+        self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
@@ -180,4 +201,3 @@ class StepMonitor:
                 self._piece(rest)
         with self._lock:
             self._clear_live()
-            self._status_shown = ""
