@@ -57,7 +57,7 @@ def test_unchanged_files_are_not_hashed_again(cfg, monkeypatch):
     paths.sft_train.write_text("x\n")
     first = run_state.fingerprint(paths.sft_train, paths.root)
     calls = []
-    monkeypatch.setattr(run_state, "_sha256", lambda p: calls.append(p) or "h")
+    monkeypatch.setattr(run_state, "file_sha256", lambda p: calls.append(p) or "h")
     again = run_state.fingerprint(paths.sft_train, paths.root, first)
     assert again == first and calls == []
     os.utime(paths.sft_train, ns=(1, 1))  # touched: hashed again

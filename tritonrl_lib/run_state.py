@@ -89,7 +89,8 @@ def _is_scratch(path: Path) -> bool:
     return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-")) for part in path.parts)
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read a MiB at a time."""
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -111,7 +112,7 @@ def fingerprint(path: Path, root: Path, known: Mapping[str, Any] | None = None) 
             st = f.stat()
             prev = old.get(rel)
             same = prev is not None and prev[0] == st.st_size and prev[1] == st.st_mtime_ns
-            out[rel] = [st.st_size, st.st_mtime_ns, prev[2] if same else _sha256(f)]
+            out[rel] = [st.st_size, st.st_mtime_ns, prev[2] if same else file_sha256(f)]
         except FileNotFoundError:  # removed while we looked: it is not part of the state
             continue
     digest = hashlib.sha256("\n".join(f"{k} {v[2]}" for k, v in sorted(out.items())).encode()).hexdigest()
