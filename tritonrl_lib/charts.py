@@ -230,7 +230,7 @@ def sft_loss_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
     ax_lr.set_xlabel("optimizer step")
     ax_lr.xaxis.get_major_locator().set_params(integer=True)
     ax_lr.set_ylabel("learning rate")
-    ax_lr.set_title("SFT learning rate (warm-up, then decay)")
+    ax_lr.set_title("SFT learning rate")
     ax_lr.grid(alpha=0.3)
     fig.tight_layout()
     return fig

@@ -30,7 +30,7 @@ from .config import RunConfig, RunPaths
 from .evaluate import TRAINING_NOTEBOOK, load_records, metrics_table
 from .jsonio import DamagedFile, read_json, read_jsonl
 from .report_html import parse_table, render_html  # noqa: F401  (parse_table: the report's readers)
-from .report_text import explain_reason, pick_examples, run_description
+from .report_text import TASK_SOURCES, explain_reason, pick_examples, run_description
 
 # Figures published by others, for context only: other models, other task sets (KernelBench).
 PUBLISHED: list[dict[str, Any]] = [
@@ -166,7 +166,9 @@ def timings_table(timings: Mapping[str, Mapping[str, Any]]) -> list[dict[str, An
 def _task_set(rec: Mapping[str, Any]) -> str:
     levels = rec["metrics"].get("by_level", {})
     per = ", ".join(f"Level {lvl}: {m['num_tasks']}" for lvl, m in levels.items())
-    return f"{rec['num_tasks']} tasks from '{rec.get('task_source', '?')}' ({per}), {rec.get('k', '?')} sample(s) each"
+    source = rec.get("task_source", "?")
+    source = TASK_SOURCES.get(source, f"'{source}'")
+    return f"{rec['num_tasks']} tasks from {source} ({per}), {rec.get('k', '?')} sample(s) each"
 
 
 def comparison_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -69,7 +69,7 @@ GPU_RUN = ("A run of the `gpu` profile (`make run` on a machine with a GPU, abou
            "fine-tunes on 1,000 verified examples for 4 epochs, runs 2 rounds of best-of-N reinforcement "
            "learning, and evaluates 20 held-out tasks x 4 samples each, with every correct kernel timed. "
            "Its measured results are in docs/RESULTS.md.")
-_TASKS = {"heldout": "held-out", "builtin": "built-in"}
+TASK_SOURCES = {"heldout": "the held-out families (never trained on)", "builtin": "the built-in suite"}
 # Fewer evaluated samples per model than this, and one sample moves a rate by more than 2.5 points.
 DEMO_SAMPLES = 40
 
@@ -125,9 +125,10 @@ def run_description(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) ->
     rl = (f"{cfg.rl.rounds} round(s) of best-of-N ({cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples)"
           if cfg.rl.method == "best_of_n" else
           f"{cfg.rl.grpo_steps} GRPO step(s) ({cfg.rl.tasks_per_round} tasks x groups of {cfg.rl.n_samples})")
+    tasks = TASK_SOURCES.get(cfg.eval.eval_tasks, repr(cfg.eval.eval_tasks))
     what = (f"Model {cfg.model.model!r}; supervised fine-tuning (LoRA) on up to {cfg.sft.max_samples} examples "
             f"for {cfg.sft.epochs:g} epoch(s); reinforcement learning: {rl}; evaluation on "
-            f"{cfg.eval.num_tasks or 'all'} {_TASKS.get(cfg.eval.eval_tasks, repr(cfg.eval.eval_tasks))} task(s) x {cfg.eval.eval_k} sample(s) per model.")
+            f"{cfg.eval.num_tasks or 'all'} task(s) of {tasks} x {cfg.eval.eval_k} sample(s) per model.")
     lines = []
     if demo:
         n = samples_per_model(records)
