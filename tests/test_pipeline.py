@@ -55,8 +55,11 @@ def test_rerunning_one_stage_reruns_what_follows(tmp_path, run_dir):
     nbs = tmp_path / "nbs"
     two_stage_pipeline(nbs)
     _run(nbs, run_dir)
+    res = _run(nbs, run_dir, only=["02"], force=True)
+    assert [s.status for s in res.steps] == ["skipped", "ran"] and not res.stale  # --force: the selected only
     res = _run(nbs, run_dir, only=["01"], force=True)
     assert [s.status for s in res.steps] == ["ran", "skipped"]  # 02 not selected
+    assert [s.notebook for s in res.stale] == ["02_read"]  # and it is said to be stale
     res = _run(nbs, run_dir)
     # 01 is newer than 02's finished run, so 02 re-runs on what 01 now wrote; then both are complete
     assert [s.status for s in res.steps] == ["skipped", "ran"]

@@ -129,7 +129,7 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
             why = "an earlier notebook ran after it"
         if why is None and upstream_ran:
             why = f"{upstream_ran} ran again"
-        if force and why is None:
+        if force and why is None and selected:
             why = "--force"
         if not selected or why is None:
             if why is None:
