@@ -168,7 +168,7 @@ def _task_set(rec: Mapping[str, Any]) -> str:
     per = ", ".join(f"Level {lvl}: {m['num_tasks']}" for lvl, m in levels.items())
     source = rec.get("task_source", "?")
     source = TASK_SOURCES.get(source, f"'{source}'")
-    return f"{rec['num_tasks']} tasks from {source} ({per}), {rec.get('k', '?')} sample(s) each"
+    return f"{rec['num_tasks']} tasks from {source}; {per}; {rec.get('k', '?')} sample(s) each"
 
 
 def comparison_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
