@@ -303,6 +303,7 @@ def timing_chart(timings: Mapping[str, Mapping[str, Any]]) -> Chart:
     ax.barh([n for n, _ in items][::-1], [w / 60 for _, w in items][::-1], color="#4c72b0")
     for y, (_, w) in enumerate(items[::-1]):
         ax.annotate(_duration(w), (w / 60, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+    ax.set_xlim(0, max(w for _, w in items) / 60 * 1.2)  # room for the labels
     ax.set_xlabel("minutes")
     ax.set_title(f"Wall-clock per notebook (total {_duration(sum(w for _, w in items))})")
     fig.tight_layout()

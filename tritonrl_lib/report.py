@@ -207,7 +207,7 @@ def eval_details_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[st
     for model_stage, rec in records.items():
         s = rec.get("sampling", {})
         gen = rec.get("generation", {})
-        rows.append({"stage": model_stage, "model": rec.get("model_path", ""), "tasks": rec.get("num_tasks"),
+        rows.append({"stage": model_stage, "loaded from": rec.get("model_path", ""), "tasks": rec.get("num_tasks"),
                      "k": rec.get("k"), "temperature": s.get("temperature"), "seed": rec.get("seed"),
                      "device": rec.get("device", ""), "wall_s": rec.get("wall_s"),
                      "gen tokens/s": gen.get("tokens_per_s"), "notes": "; ".join(rec.get("notes", []))})
