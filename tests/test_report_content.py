@@ -82,7 +82,7 @@ def test_the_models_own_replies_are_shown_with_their_verdicts(cfg):
              [verdict("none", "no_code"), verdict("none", "no_code")])
     evaluate(paths, "sft", ["```python\nclass ModelNew(nn.Module):\n    pass\n```", "```python\nimport torch\n```"],
              [verdict("extract", "static:no_triton_kernel"), verdict("extract", "static:no_modelnew")])
-    page = html.unescape(build_report(cfg, paths).html_path.read_text())
+    page = html.unescape(build_report(cfg, paths).html_path.read_text()).replace("<code>", "`").replace("</code>", "`")
     assert "What the models wrote" in page
     for title in ("base, best sample", "base, typical sample", "sft, best sample", "sft, typical sample"):
         assert title in page

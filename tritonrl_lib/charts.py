@@ -171,9 +171,9 @@ def speedup_chart(records: Mapping[str, Mapping[str, Any]]) -> Chart:
 
 def failure_chart(records: Mapping[str, Mapping[str, Any]], top: int = 8,
                   explain: Any = None) -> Chart:
-    """The most common reasons samples were not correct, per model stage. `explain(reason)` may
-    turn a reason into words for the one-reason sentence."""
-    per_stage = {s: M.failure_reasons(rec["detailed_results"], top=top) for s, rec in records.items()}
+    """The most common reasons samples were not correct (the verifier's reason codes), per model
+    stage. `explain(reason)` may turn a reason into words for the one-reason sentence."""
+    per_stage = {s: M.failure_reasons(rec["detailed_results"], top=top, detail=True) for s, rec in records.items()}
     per_stage = {s: v for s, v in per_stage.items() if v}
     if not per_stage:
         return NoChart("no sample failed" if records else "no model has been evaluated yet")
@@ -194,7 +194,7 @@ def failure_chart(records: Mapping[str, Mapping[str, Any]], top: int = 8,
         ax.set_title(f"{model_stage}: {total} failed samples", fontsize=9)
         ax.set_xlabel("samples")
         ax.tick_params(axis="y", labelsize=8)
-    fig.suptitle("Why samples failed (reason, grouped by its first part)", fontsize=10)
+    fig.suptitle("Why samples failed (the verifier's reason)", fontsize=10)
     fig.tight_layout()
     return fig
 

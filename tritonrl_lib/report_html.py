@@ -99,7 +99,7 @@ def _cell(v: Any) -> tuple[str, str]:
         return (f"{v:.2f}" if abs(v) < 100 else f"{v:.1f}"), ""
     if isinstance(v, int):
         return str(v), ""
-    return html.escape(str(v)), "t"
+    return words(str(v)), "t"
 
 
 def html_table(rows: Sequence[Mapping[str, Any]], table_id: str, row_class: Any = None,
@@ -150,7 +150,7 @@ def _example(ex: Example) -> str:
     more = f"\n... ({len(lines)} lines in all; the rest is not shown)" if cut else ""
     empty = "(the reply is empty)" if not text.strip() else ""
     return (f"<details><summary>{html.escape(ex.title)}</summary>"
-            f"<p class='verdict'>{html.escape(verdict_sentence(ex.row))}</p>"
+            f"<p class='verdict'>{words(verdict_sentence(ex.row))}</p>"
             f"<pre>{html.escape(shown + more) or empty}</pre></details>")
 
 
