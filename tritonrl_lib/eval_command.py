@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             out = Path(args.out) if args.out else paths.eval_file(label)
             tasks = load_eval_tasks(cfg, paths)
             log(f"evaluating {spec} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r}")
-            res = evaluate_model(cfg, spec, tasks, stage=label, adapter=adapter, out=out,
+            res = evaluate_model(cfg, spec, tasks, model_stage=label, adapter=adapter, out=out,
                                  task_source=cfg.eval.eval_tasks, force=args.force, progress=progress, log=log)
             records, skipped = {label: res.record}, []
             log(f"record: {out}")
