@@ -11,7 +11,8 @@ while all of these still hold; otherwise `why_stale` says what changed, in words
 
 So a notebook re-run by papermill or in JupyterLab is noticed by what it left on disk, whoever ran
 it. The report uses the same records to mark results whose inputs have since changed
-(`stale_results`), and checks every eval record against the checkpoint it describes.
+(`stale_inputs`), and checks every eval record against the checkpoint it describes
+(`stale_eval_records`: this works for records however they were made).
 
 Fingerprints hash file contents (SHA-256), reusing a recorded hash while a file's size and mtime are
 unchanged, so checking a run costs a few `stat` calls.
