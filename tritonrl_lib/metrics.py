@@ -54,7 +54,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 # --------------------------------------------------------------------------- rows
 
 
-def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, stage: str,
+def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, model_stage: str,
                name: str = "", completion: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One `detailed_results` row: the task and sample, and what the verifier said.
 
@@ -65,7 +65,7 @@ def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, stage
         "name": name,
         "level": int(level),
         "sample": int(sample),
-        "model_stage": stage,
+        "model_stage": model_stage,
         "stage": verdict.stage,
         "reward": float(verdict.reward),
         "reason": verdict.reason,

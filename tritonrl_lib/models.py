@@ -379,6 +379,8 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # PEFT's and TRL's cards name the base by its cache path or as [None]; say what this is
+        (tmp / "README.md").write_text(model_card(base_model, extra or {}), encoding="utf-8")
         (path / MARKER).unlink(missing_ok=True)
         for f in tmp.iterdir():
             os.replace(f, path / f.name)
@@ -388,6 +390,30 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+_BASE_WORDS = {"embedded": "SmolLM2-135M-Instruct (tritonrl's embedded copy)",
+               "tiny": "tritonrl's tiny randomly initialised test model"}
+
+
+def model_card(base_model: str, extra: dict) -> str:
+    """The README.md of a saved adapter: what it is, what it was trained from, how to load it."""
+    hub_id = base_model not in _BASE_WORDS and not Path(base_model).expanduser().exists() \
+        and base_model.count("/") == 1
+    base = _BASE_WORDS.get(base_model, f"`{base_model}`")
+    stage = {"sft": "supervised fine-tuning (SFT)", "rl": "reinforcement learning (RL) after SFT"}.get(
+        str(extra.get("stage", "")), "tritonrl training")
+    method = f", method {extra['method']}" if extra.get("method") else ""
+    front = "---\nlibrary_name: peft\n" + (f"base_model: {base_model}\n" if hub_id else "") + \
+        "tags:\n- tritonrl\n- lora\n- triton\n---\n\n"
+    return (front + f"# tritonrl LoRA adapter ({extra.get('stage', 'adapter')})\n\n"
+            f"A LoRA adapter that teaches {base} to rewrite PyTorch modules as Triton GPU kernels, trained by "
+            f"tritonrl with {stage}{method}.\n\n"
+            f"- Base model: {base}\n"
+            f"- Training record: `{MARKER}` beside this file (settings, steps, final loss)\n\n"
+            "Load it with tritonrl, which finds the base model by itself: "
+            "`tritonrl eval --model <this folder>`, or in Python "
+            "`tritonrl_lib.models.load_policy(cfg, adapter=<this folder>)`.\n")
 
 
 def checkpoint_complete(path: str | Path) -> bool:
