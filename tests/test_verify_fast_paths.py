@@ -199,40 +199,20 @@ def test_outputs_sealed_into_memfds_made_ahead_are_the_same_bytes():
 # --------------------------------------------------------------------------- the GPU lock
 
 
-def test_drawing_inputs_gives_the_gpu_lock_up(tmp_path, monkeypatch):
-    """A timer must not wait while a sharer draws inputs on the CPU: inside get_inputs another
-    holder can take the lock alone; before and after, it cannot."""
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)  # nothing on a GPU to wait for
-    path = str(tmp_path / "gpu.lock")
-    seen = []
-
-    def can_take_alone() -> bool:
-        fd = os.open(path, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
+def test_inputs_are_drawn_on_the_device_and_the_same_every_time():
+    """A KernelBench task's torch.rand draws straight on the device (here the meta device stands in for the
+    GPU), under the set's seed, so every draw of a set gives the same values and no host copy is made."""
+    from tritonrl_lib.verify.input_sets import drawer
 
     def get_inputs():
-        seen.append(can_take_alone())
-        return [torch.ones(4)]
+        return [torch.rand(4, 8), torch.randint(0, 5, (3,))]
 
-    child = Child({"settings": JobSettings.for_device(VerifyConfig(), "cpu").to_json(), "device": "cpu",
-                   "task_source": ""}, ch=None)
-    child.gpu_lock = GpuLock(path)
-    with child.gpu_lock.shared():
-        assert not can_take_alone()
-        inputs = ReferencePhase(child).make_inputs(types.SimpleNamespace(get_inputs=get_inputs), seed=1)
-        assert child.gpu_lock.held == "shared" and not can_take_alone()
-    assert seen == [True] and torch.equal(inputs[0], torch.ones(4))
-    child.gpu_lock.close()
-
-
-# --------------------------------------------------------------------------- the trace
-
+    on_meta = drawer(get_inputs, seed=7, device="meta")()
+    assert all(t.device.type == "meta" for t in on_meta) and on_meta[0].shape == (4, 8)
+    make = drawer(get_inputs, seed=7, device="cpu")
+    a, b = make(), make()
+    assert all(torch.equal(x, y) for x, y in zip(a, b)) and a[0] is not b[0]
+    assert not torch.equal(drawer(get_inputs, seed=8, device="cpu")()[0], a[0])
 
 def test_a_traced_verdict_says_when_each_point_was_reached(monkeypatch):
     monkeypatch.setenv("TRITONRL_TRACE", "1")

@@ -19,7 +19,7 @@ from tritonrl_lib.verify.processes import proc_table_entry
 from tritonrl_lib.verify.sandbox import run_sandboxed
 from tritonrl_lib.verify.spares import Spare
 
-from test_verify_pool import ADVERSARIAL, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
+from test_verify_pool import ADVERSARIAL, GUARDED, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
 
@@ -216,7 +216,7 @@ def test_runtime_layer_through_spares(spare_pool):
     verdicts = spare_pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
                               config=cfg)
     for name, v in zip(names, verdicts):
-        _check(v, name, *RUNTIME_ONLY[name])
+        _check(v, name, *GUARDED.get(name, RUNTIME_ONLY[name]))  # the guard stops some before the sandbox
     assert verdicts[-1].correct, verdicts[-1].error
     assert_no_leftovers(spare_pool)
 
@@ -256,12 +256,21 @@ class ModelNew(torch.nn.Module):
 '''
 
 
-def test_a_candidate_that_kills_the_spare_does_not_change_the_next_verdict(spare_pool):
-    before = spare_pool._slots[0].spare_pids
+def test_a_candidate_that_kills_the_spare_does_not_change_the_next_verdict(spare_pool, monkeypatch):
     vs = spare_pool.map(task("relu"), [KILLS_SIBLINGS, candidate("relu_ok")], static=False)
-    assert vs[0].correct  # a correct kernel; killing its sibling is not what the verifier judges
+    assert "process" in vs[0].cheat_flags  # the guard refuses a signal to another process
     assert vs[1].correct and vs[1].reason == "ok", (vs[1].reason, vs[1].error)
-    assert not before or spare_pool._slots[0].spare_pids != before
+    # with the guard off, the kill happens; the next candidate still gets its own, correct verdict
+    monkeypatch.setenv("TRITONRL_UNSAFE_NO_GUARD", "1")
+    with VerifierPool(VerifyConfig(timeout_s=10, memory_limit_mb=2500, prestart_child="on"), workers=1, device="cpu",
+                      cache=False, progress=False) as bare:
+        assert bare.verify(task("relu"), candidate("relu_ok")).correct  # a spare is started for the next call
+        before = bare._slots[0].spare_pids
+        vs = bare.map(task("relu"), [KILLS_SIBLINGS, candidate("relu_ok")], static=False)
+        assert vs[0].correct  # a correct kernel; killing its sibling is not what the verifier judges
+        assert vs[1].correct and vs[1].reason == "ok", (vs[1].reason, vs[1].error)
+        assert not before or bare._slots[0].spare_pids != before
+        assert_no_leftovers(bare)
     assert_no_leftovers(spare_pool)
 
 

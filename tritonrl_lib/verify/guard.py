@@ -262,7 +262,8 @@ class Guard:
             exe = args[0] if args and args[0] else (args[1][0] if len(args) > 1 and args[1] else "")
             exe = os.path.basename(os.fsdecode(exe) if isinstance(exe, (str, bytes)) else str(exe))
             library_file, library_module = _first_caller(stack, skip_stdlib=True)[:2]
-            if library_file != self.candidate_file and _within(library_module, ("triton",)) and exe in _COMPILER_TOOLS:
+            if library_file != self.candidate_file and _within(library_module, ("triton",)) and \
+                    exe.split("-", 1)[0] in _COMPILER_TOOLS:  # ptxas, ptxas-blackwell, ...
                 return None
             return "process", f"{event}: {exe or '?'}"
         if event in ("os.listdir", "os.scandir"):

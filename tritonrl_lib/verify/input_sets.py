@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import mmap
+import random
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy
 import torch
 
 from .encoding import dtype_name, raw_bytes
@@ -55,6 +57,11 @@ class InputSet:
             return to_device(self.inputs, device)
         return on_device(self.make(), device)
 
+    def keep(self, values: list[Any]) -> None:
+        """Hold these inputs from now on instead of drawing them again (a task whose get_inputs does not
+        draw the same values twice: the reference's inputs must be the candidate's)."""
+        self.inputs = map_tensors(values, lambda t: t.detach().clone())
+
 
 @dataclass
 class Plan:
@@ -74,6 +81,8 @@ def drawer(get_inputs: Callable[[], Any], seed: int, device: str,
 
     def make() -> list[Any]:
         torch.manual_seed(seed)
+        random.seed(seed)  # tasks that draw with Python's or numpy's global generators draw the same too
+        numpy.random.seed(seed % (1 << 32))
         if device == "cpu":
             values = list(get_inputs())
         else:

@@ -326,6 +326,7 @@ class VerifierPool:
             notes.append("static check skipped")
         settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
         job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
+               "seeds": self._seeds,
                "policy": policy, "settings": settings, "device": self.device, "threads": self._threads,
                "notes": notes}
         return None, job
@@ -351,7 +352,6 @@ class VerifierPool:
                 if w.job_index is None:
                     i, job, key = _next_job(pending, w, [o for o in self._slots if o is not None],
                                             lambda job, w=w: self._recorded(w, job))
-                    job.setdefault("seeds", self._seeds)
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
                     w.longest_s, w.wants_alone, w.alone = None, False, False

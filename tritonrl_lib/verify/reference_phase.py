@@ -65,6 +65,7 @@ class ReferencePhase:
         self.collect = False  # send the inputs too, for the worker's reference cache
         self.tiny_overrides: dict[str, int] | None = None
         self.eval_mode = False
+        self.keep_inputs = False  # get_inputs does not repeat itself: every set's inputs are held as drawn
         self.peak_bytes = 0  # the largest GPU memory an input set of the reference took (measured)
 
     # ---------------------------------------------------------------- the phase
@@ -84,6 +85,10 @@ class ReferencePhase:
             plan.models["base"] = self.reference_model(base)
             self.child.mark("ref_model")
             original = InputSet("original", "full", "base", self.drawer(base, self.seeds["inputs"]), None, [])
+            if not same_values(original.draw(self.device), original.draw(self.device)):
+                self.keep_inputs = True
+                self.child.note("get_inputs() draws other values on every call (not from the seeded generators): "
+                                "every input set is held as first drawn")
             tiny = self.tiny_set(plan)
             if not self.deterministic(plan, tiny or original):
                 return None
@@ -193,6 +198,9 @@ class ReferencePhase:
         if self.device == "cuda":
             torch.cuda.reset_peak_memory_stats()
         inputs = s.draw(self.device)
+        if self.keep_inputs and s.inputs is None:
+            s.keep(inputs)
+            inputs = s.draw(self.device)  # the reference may change its inputs: it gets a copy
         outs = self.run_ref(plan.models[s.model_key].ref, inputs)
         finite = self.finite(outs)
         wrong_dtype = alt_dtype is not None and not all(
@@ -247,6 +255,8 @@ class ReferencePhase:
 
     def outputs_repeat(self, plan: Plan, s: InputSet) -> bool:
         model = plan.models[s.model_key].ref
+        if self.keep_inputs and s.inputs is None:
+            s.keep(s.draw(self.device))  # both runs on the very same inputs
         runs = []
         for seed in (1, 2):
             inputs = s.draw(self.device)
