@@ -87,7 +87,7 @@ def test_the_template_itself_passes():
     ("", "g = torch.distributed", "static:threads", "threads:torch.distributed"),
     ("", "torch.ops.load_library('lib.so')", "static:forbidden_import", "forbidden_import:torch.ops.load_library"),
     ("", "h = nn.modules.module.register_module_forward_hook(lambda m, i, o: o)", "static:monkeypatch",
-     "monkeypatch:torch.nn.modules.module.register_module_"),
+     "monkeypatch:torch.nn.modules.module.register_module"),
 ], ids=lambda v: v if isinstance(v, str) and "." in v and " " not in v else None)
 def test_a_chain_through_an_allowed_module_is_judged_by_what_it_reaches(imports, module, reason, flag):
     flagged(candidate(imports, module), reason, flag)
@@ -125,6 +125,45 @@ def test_a_star_import_is_judged_by_the_names_used_from_it():
     flagged(candidate("from torch.nn.functional import *", "os_ = importlib.import_module('os')"),
             "static:forbidden_import", "forbidden_import:torch.nn.functional.importlib")
     passes(candidate("from torch.nn.functional import *\nfrom math import *", "LIMIT = ceil(pi)"))
+
+
+@pytest.mark.parametrize("imports,module,reason,flag", [
+    ("import typing", "hints = typing.get_type_hints", "static:dynamic_code", "dynamic_code:typing.get_type_hints"),
+    ("import warnings", "line = warnings.formatwarning('', UserWarning, 'task.py', 1)", "static:file_access",
+     "file_access:warnings.formatwarning"),
+    ("import logging", "log = logging.FileHandler('task.py', mode='r')", "static:file_access",
+     "file_access:logging.FileHandler"),
+    ("", "out = torch.utils.collect_env.run('cat task.py')", "static:forbidden_import",
+     "forbidden_import:torch.utils.collect_env"),
+    ("", "t = torch.utils.benchmark.Timer('1 + 1')", "static:dynamic_code", "dynamic_code:torch.utils.benchmark"),
+    ("", "build = triton.compile", "static:forbidden_import", "forbidden_import:triton.compiler"),
+    ("", "swap = torch.utils.swap_tensors", "static:monkeypatch", "monkeypatch:torch.utils.swap_tensors"),
+    ("", "help(torch)", "static:introspection", "introspection:help"),
+])
+def test_allowed_modules_functions_that_reach_files_code_or_internals(imports, module, reason, flag):
+    flagged(candidate(imports, module), reason, flag)
+
+
+def test_string_annotations_are_judged_as_the_code_they_evaluate_to():
+    flagged(candidate("import logging", "def f(a: 'logging.sys'):\n    return a\n"), "static:forbidden_import",
+            "forbidden_import:logging.sys")
+    flagged(candidate(module="def f(a: \"__import__('os')\"):\n    return a\n"), "static:dynamic_code",
+            "dynamic_code:__import__")
+    passes(candidate("from typing import Optional, Tuple",
+                     "def f(a: 'torch.Tensor', b: Optional['torch.Tensor'] = None) -> 'Tuple[int, int]':\n"
+                     "    return (1, 2)\n"))
+
+
+def test_kernel_bodies_compute_with_triton_language_only():
+    kernel = ("@triton.jit\ndef host_kernel(x_ptr, BLOCK: tl.constexpr):\n"
+              "    v = tl.load(x_ptr + tl.arange(0, BLOCK), other=-float('inf'))\n    {line}\n")
+    flagged(candidate("import numpy as np", kernel.format(line="w = np.maximum(v.handle.data, 0)")),
+            "static:host_compute", "host_compute:numpy.maximum")
+    flagged(candidate("import numpy as np", kernel.format(line="w = v.handle")), "static:introspection",
+            "introspection:handle")
+    flagged(candidate("", "def helper(v):\n    return torch.relu(v)\n\n\n" + kernel.format(line="w = helper(v)")),
+            "static:pytorch_compute", "pytorch_compute:torch.relu")
+    passes(candidate("", kernel.format(line="n = triton.cdiv(BLOCK, 2)")))
 
 
 def test_frames_and_raw_memory_are_internals():
@@ -187,6 +226,7 @@ def test_constant_getattr_is_judged_like_the_attribute():
     ("out = x.new_tensor([v * 2 for v in range(3)])", "host_compute:Tensor.new_tensor"),
     ("out = torch.FloatTensor([float(v) for v in range(3)])", "host_compute:torch.FloatTensor"),
     ("f = x.numpy", "host_compute:Tensor.numpy"),
+    ("vals = list(map(torch.Tensor.tolist, [x]))", "host_compute:Tensor.tolist"),
 ])
 def test_host_compute_in_forward(forward, flag):
     flagged(candidate(forward=forward), "static:host_compute", flag)

@@ -16,7 +16,7 @@ from typing import Iterator
 
 from .host import is_literal
 from .names import (Bindings, NodeIndex, bound_names, dotted, module_assignments, rewrite_constant_getattr,
-                    root_name, value_positions)
+                    root_name, splice_string_annotations, value_positions)
 from .resolve import MISSING, Resolver, is_class, is_module
 from .rules import KERNEL_MARKERS, NUMPY_SCALAR_OK
 
@@ -70,6 +70,8 @@ class ModuleFacts:
         self._seen: set[tuple[str, int, str]] = set()
         self.resolver = Resolver()
         self.index = NodeIndex(tree)  # every node once, by type: the module-wide passes read this
+        if splice_string_annotations(self.index):
+            self.index = NodeIndex(tree)
         self.constant_getattrs = rewrite_constant_getattr(tree, self.index)  # id(Attribute) -> original call
         if self.constant_getattrs:
             self.index = NodeIndex(tree)

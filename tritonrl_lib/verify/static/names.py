@@ -162,6 +162,35 @@ def rewrite_constant_getattr(tree: ast.Module, index: NodeIndex) -> dict[int, as
     return rewriter.rewritten
 
 
+def splice_string_annotations(index: NodeIndex) -> bool:
+    """Annotations written as strings (`def f(a: "logging.sys")`) are code that `typing.get_type_hints`
+    and friends evaluate: parse each and put the expression in its place, so every rule judges it.
+    Returns whether anything changed."""
+    changed = False
+
+    def parsed(node):
+        nonlocal changed
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            return node
+        try:
+            expr = ast.parse(node.value.strip(), mode="eval").body
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return node
+        for sub in ast.walk(expr):
+            if "lineno" in sub._attributes:
+                ast.copy_location(sub, node)
+        changed = True
+        return expr
+
+    for n in index.of(ast.arg):
+        n.annotation = parsed(n.annotation)
+    for n in index.of(ast.FunctionDef, ast.AsyncFunctionDef):
+        n.returns = parsed(n.returns)
+    for n in index.of(ast.AnnAssign):
+        n.annotation = parsed(n.annotation)
+    return changed
+
+
 def bound_names(index: NodeIndex) -> set[str]:
     """Every name the module binds anywhere (assignments, parameters, defs, imports, handlers)."""
     out: set[str] = set()

@@ -153,7 +153,7 @@ class Reach:
         q = an.numpy_compute(node, self.local)
         if q:
             self.host(node, label, q, f"`{ast.unparse(node)}` is numpy compute")
-        elif isinstance(node, ast.Attribute) and node.attr in pol.TENSOR_TO_HOST and an.qualify(node) is None:
+        elif isinstance(node, ast.Attribute) and node.attr in pol.TENSOR_TO_HOST:
             self.host(node, label, f"Tensor.{node.attr}", f"`.{node.attr}` takes the tensor's data to the host")
 
     def host(self, node: ast.AST, label: str, what: str, how: str) -> None:

@@ -8,8 +8,8 @@ rules allow (stdlib, torch, triton, numpy) and walks module objects only, readin
 from the module's `__dict__`: no `getattr`, so no lazy module `__getattr__`, property or other
 code of the module runs. An attribute missing from the dict may be an allowed submodule not yet
 imported: it is imported (never a dunder name such as `__main__`), within a time budget per check;
-past the budget the rest of the chain is judged by its names. A class, a function or any other
-object ends the walk.
+past the budget the rest of the chain is judged by its names. Through a class the walk reads the
+namespaces of its MRO the same way; a function, an instance or anything else ends it.
 
 Results are cached per (module, attribute) for the life of the process, so after the first
 candidate a chain costs a few dict lookups.
@@ -182,8 +182,8 @@ class Resolver:
             return [], parts
         steps = [(parts[0], obj)]
         i = 1
-        while i < len(parts) and i <= MAX_DEPTH and is_module(obj):
-            value = self.attr(obj, parts[i])
+        while i < len(parts) and i <= MAX_DEPTH and (is_module(obj) or is_class(obj)):
+            value = self.attr(obj, parts[i]) if is_module(obj) else _class_attr(obj, parts[i])
             if value is MISSING:
                 break
             obj = value
@@ -245,3 +245,20 @@ class Resolver:
             _STARS[module] = names
         return names
 
+
+def _class_attr(cls: type, attr: str) -> object:
+    """`cls.attr` from the class's own namespace or its bases' (a dict read: no descriptor, property
+    or metaclass code runs; a staticmethod/classmethod gives its function); else MISSING."""
+    if attr.startswith("__") and attr.endswith("__"):
+        return MISSING  # dunders are judged by name
+    try:
+        for base in type.__dict__["__mro__"].__get__(cls):
+            namespace = type.__dict__["__dict__"].__get__(base)
+            if attr in namespace:
+                value = namespace[attr]
+                if isinstance(value, (staticmethod, classmethod)):
+                    value = value.__func__
+                return value
+    except (TypeError, KeyError):
+        pass
+    return MISSING

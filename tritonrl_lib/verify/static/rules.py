@@ -36,16 +36,20 @@ DENIED_IMPORTS: dict[str, tuple[str, str]] = {
         "os", "sys", "subprocess", "signal", "resource", "pty", "posix", "nt", "platform",
         "sysconfig", "site", "atexit", "faulthandler", "tracemalloc", "ctypes", "cffi", "mmap",
         "fcntl", "_posixsubprocess", "pwd", "grp", "termios", "_signal", "_ctypes", "_posixshmem",
-        "_tracemalloc", "_winapi", "msvcrt", "winreg", "numpy.ctypeslib")},
+        "_tracemalloc", "_winapi", "msvcrt", "winreg", "numpy.ctypeslib", "torch.utils.collect_env",
+        "torch.utils.bottleneck")},
     **{m: (R.static("threads"), "threads / processes") for m in (
         "threading", "_thread", "multiprocessing", "_multiprocessing", "concurrent",
         "torch.multiprocessing", "asyncio", "_asyncio", "sched", "queue", "_queue",
-        "logging.handlers", "logging.config", "torch.distributed", "torch.utils.data")},
+        "logging.handlers", "logging.config", "torch.distributed", "torch.utils.data",
+        "torch.utils.throughput_benchmark", "numpy.testing")},
     **{m: (R.static("forbidden_import"), _FILES) for m in (
         "io", "_io", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "shelve", "pickle",
         "_pickle", "dill", "cloudpickle", "marshal", "dbm", "sqlite3", "zipfile", "tarfile", "gzip",
         "bz2", "lzma", "csv", "json", "h5py", "safetensors", "torch.serialization", "torch.package",
-        "torch.hub", "torch.utils.model_zoo", "torch.utils.tensorboard", "linecache", "fileinput")},
+        "torch.hub", "torch.utils.model_zoo", "torch.utils.tensorboard", "torch.utils.hipify",
+        "torch.utils.model_dump", "torch.utils.show_pickle", "torch.utils.file_baton", "numpy.lib.npyio",
+        "numpy.lib._npyio_impl", "numpy.lib._datasource", "numpy.lib.format", "linecache", "fileinput")},
     **{m: (R.static("forbidden_import"), _INTRO) for m in (
         "importlib", "_imp", "_frozen_importlib", "_frozen_importlib_external", "builtins", "gc",
         "inspect", "types", "weakref", "_weakref", "code", "codeop", "runpy", "zipimport",
@@ -60,8 +64,10 @@ DENIED_IMPORTS: dict[str, tuple[str, str]] = {
         "torch._compile", "torch.jit", "torch.fx", "torch.export", "torch._export",
         "torch._prims", "torch._refs", "torch._decomp", "torch._functorch", "torch.func",
         "torch._higher_order_ops", "torch.cuda.jiterator", "torch._VF", "torch._vmap_internals",
-        "torch.onnx", "torch.ao", "torch.quantization", "torch.cuda.tunable", "numba", "cython",
-        "setuptools", "distutils", "numpy.f2py", "numpy.distutils")},
+        "torch.onnx", "torch.ao", "torch.quantization", "torch.cuda.tunable", "torch.utils.jit",
+        "torch.utils.mobile_optimizer", "numba", "cython", "setuptools", "distutils", "numpy.f2py",
+        "numpy.distutils")},
+    **{m: (R.static("dynamic_code"), "runs code given as strings") for m in ("torch.utils.benchmark",)},
     **{m: (R.static("forbidden_import"), _TRITON_INTERNAL) for m in (
         "triton.runtime", "triton.compiler", "triton.backends", "triton.tools", "triton.ops",
         "triton.testing", "triton.knobs", "triton.experimental", "triton.profiler")},
@@ -73,7 +79,7 @@ DENIED_IMPORTS: dict[str, tuple[str, str]] = {
     **{m: (R.static("monkeypatch"), _DISPATCH) for m in (
         "torch.utils._python_dispatch", "torch.overrides", "torch.library", "torch._library",
         "torch._subclasses", "torch._custom_op", "torch._custom_ops", "torch._dispatch",
-        "torch.testing._internal")},
+        "torch.testing._internal", "torch.utils.backend_registration", "torch.utils.deterministic")},
 }
 
 # Exceptions inside a denied prefix: `triton.runtime.driver` gives device properties (the fused
@@ -114,6 +120,8 @@ DENIED_BUILTINS: dict[str, tuple[str, str]] = {
     **{n: (R.static("dynamic_code"), "looks attributes up or patches them by string")
        for n in ("getattr", "setattr", "delattr")},
     "open": (R.static("file_access"), "reads or writes files"),
+    **{n: (R.static("introspection"), "interpreter helpers (pydoc, site files)")
+       for n in ("help", "license", "credits", "copyright")},
 }
 # Callables reached through allowed modules that the rules refuse. Keys are prefixes of the name a
 # callable is defined under (`module.qualname`, so any route to it counts) or of the chain as
@@ -128,6 +136,18 @@ DENIED_CALLABLES: dict[str, tuple[str, str]] = {
     "operator.attrgetter": (R.static("dynamic_code"), "looks attributes up by string"),
     "operator.methodcaller": (R.static("dynamic_code"), "looks attributes up by string"),
     "string.Formatter": (R.static("dynamic_code"), "looks attributes up by string (format fields)"),
+    # evaluate annotation strings (eval)
+    **{k: (R.static("dynamic_code"), "evaluates strings as code") for k in (
+        "typing.get_type_hints", "typing.ForwardRef", "typing._eval_type", "typing.evaluate_forward_ref",
+        "typing_extensions.get_type_hints", "typing_extensions.get_annotations",
+        "typing_extensions.evaluate_forward_ref")},
+    "triton.compiler.": (R.static("forbidden_import"), "Triton's compiler driven by hand (triton.compile)"),
+    "torch.cuda.cudart": (R.static("forbidden_import"), "the CUDA runtime's own bindings"),
+    "torch.utils.swap_tensors": (R.static("monkeypatch"), "swaps two tensors' contents and classes"),
+    # files through allowed modules: log files, and source lines read back by warnings (linecache)
+    **{k: (R.static("file_access"), "reads or writes files") for k in (
+        "logging.FileHandler", "logging.basicConfig", "warnings.formatwarning", "warnings.showwarning",
+        "warnings.warn_explicit", "warnings._showwarnmsg", "torch.profiler.tensorboard_trace_handler")},
 }
 
 

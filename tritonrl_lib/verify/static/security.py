@@ -64,6 +64,7 @@ def check_module(an: ModuleFacts) -> None:
                            f"`with {q}(...)` swallows exceptions like a try/except",
                            "try_except_fallback")
     _check_reference_model(an)
+    _check_kernel_bodies(an)
 
 
 def _flag(an: ModuleFacts, node: ast.AST, reason: str, written: str, message: str) -> None:
@@ -112,7 +113,7 @@ def _check_chain(an: ModuleFacts, q: str, node: ast.AST, how: str | None = None)
     denied = denied_callable(canonical, home_name(obj) if obj is not MISSING else None)
     if denied is not None:
         key, reason, why = denied
-        _flag(an, node, reason, key, f"`{q}` used ({why})")
+        _flag(an, node, reason, key.rstrip("._"), f"`{q}` used ({why})")
         return True
     return False
 
@@ -258,6 +259,33 @@ def _check_dynamic_getattr(an: ModuleFacts, name: str, node: ast.Call) -> None:
         return  # hasattr with a plain name; getattr was rewritten
     an.add(R.static("dynamic_code"), node, f"`{name}` with a computed attribute name "
            "(use a plain attribute)", f"dynamic_code:{name}")
+
+
+def _check_kernel_bodies(an: ModuleFacts) -> None:
+    """A Triton kernel's body is triton.language only. Under the interpreter it runs as Python,
+    so numpy or torch called there (or in a plain function it calls), or the interpreter's own
+    tensor handles, would compute on the host where nothing looks."""
+    todo = [n for n in an.index.of(ast.FunctionDef, ast.AsyncFunctionDef) if id(n) in an.kernel_nodes]
+    seen = {id(n) for n in todo}
+    while todo:
+        fn = todo.pop()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Attribute) and node.attr == "handle":
+                an.add(R.static("introspection"), node, f"`.handle` in `{fn.name}`: the interpreter's own "
+                       "tensor internals", "introspection:handle")
+            if not isinstance(node, ast.Call):
+                continue
+            if isinstance(node.func, ast.Name) and node.func.id in an.module_funcs:
+                callee = an.module_funcs[node.func.id]
+                if id(callee) not in seen:
+                    seen.add(id(callee))
+                    todo.append(callee)
+            q = an.canonical(node.func) or ""
+            root = q.split(".")[0]
+            if root in ("numpy", "torch"):
+                reason = "host_compute" if root == "numpy" else "pytorch_compute"
+                an.add(R.static(reason), node, f"`{q}(...)` in `{fn.name}`, called from a Triton kernel: a "
+                       "kernel computes with triton.language only", f"{reason}:{q}")
 
 
 def _check_reference_model(an: ModuleFacts) -> None:
