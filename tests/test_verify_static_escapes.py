@@ -322,7 +322,7 @@ def test_the_resolver_never_runs_a_modules_lazy_getattr():
     assert calls == []
 
 
-def test_the_resolver_follows_real_modules_and_caches():
+def test_the_resolver_follows_real_modules_and_caches_resolved_chains():
     import enum
     import sys as real_sys
 
@@ -331,7 +331,7 @@ def test_the_resolver_follows_real_modules_and_caches():
     assert hit and hit.written == "enum.bltns" and hit.target == "builtins"
     assert r.canonical("torch.functional.F.relu") == "torch.nn.functional.relu"
     assert r.obj("logging.sys") is real_sys
-    assert ("enum", "bltns") in resolve._ATTRS and r.obj("enum.bltns") is enum.bltns
+    assert r.obj("enum.bltns") is enum.bltns and "enum.bltns.exec" in resolve._CHAINS
     assert r.judge("torch.nn.functional.relu") is None and r.judge("triton.runtime.driver") is None
 
 

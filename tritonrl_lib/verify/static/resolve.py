@@ -11,8 +11,8 @@ imported: it is imported (never a dunder name such as `__main__`), within a time
 past the budget the rest of the chain is judged by its names. Through a class the walk reads the
 namespaces of its MRO the same way; a function, an instance or anything else ends it.
 
-Results are cached per (module, attribute) for the life of the process, so after the first
-candidate a chain costs a few dict lookups.
+Resolved chains are cached for the life of the process (and attributes that are no importable
+submodule), so after the first candidate a chain costs a dict lookup.
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ _DENIED_BUILTIN_IDS = {id(getattr(builtins, n)): n for n in DENIED_BUILTINS if h
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
                    types.WrapperDescriptorType, types.ClassMethodDescriptorType)
 
-# (module's real name, attribute) -> object or MISSING. Shared by every check in the process.
-_ATTRS: dict[tuple[str, str], object] = {}
+# Shared by every check in the process: (module's real name, attribute) pairs that are not an
+# importable submodule, and the chains that resolved to the end or to something not a module.
+# A chain that stopped at an attribute the module lacks is walked again next time (the module
+# may have gained it since), so a verdict never rests on a stale miss.
+_NOT_SUBMODULES: set[tuple[str, str]] = set()
 _CHAINS: dict[str, tuple[list[tuple[str, object]], list[str]]] = {}
 _STARS: dict[str, list[str]] = {}
 
@@ -152,19 +155,20 @@ class Resolver:
         return MISSING if mod is _OVER_BUDGET else mod
 
     def attr(self, mod: types.ModuleType, attr: str) -> object:
+        value = mod.__dict__.get(attr, MISSING)
+        if value is not MISSING:
+            return value
         real = module_name(mod)
         key = (real, attr)
-        hit = _ATTRS.get(key, None)
-        if hit is not None or key in _ATTRS:
-            return hit
-        value = mod.__dict__.get(attr, MISSING)
-        is_dunder = attr.startswith("__") and attr.endswith("__")
-        if value is MISSING and not is_dunder and real and "__path__" in mod.__dict__:
-            value = self._import(f"{real}.{attr}")
-            if value is _OVER_BUDGET:
-                self._skipped = True
-                return MISSING  # not cached: a later check with budget left resolves it
-        _ATTRS[key] = value
+        if key in _NOT_SUBMODULES or (attr.startswith("__") and attr.endswith("__")) or not real \
+                or "__path__" not in mod.__dict__:
+            return MISSING
+        value = self._import(f"{real}.{attr}")
+        if value is _OVER_BUDGET:
+            self._skipped = True
+            return MISSING  # a later check with budget left resolves it
+        if value is MISSING:
+            _NOT_SUBMODULES.add(key)
         return value
 
     # ------------------------------------------------------------------ chains
@@ -190,7 +194,8 @@ class Resolver:
             steps.append((".".join(parts[: i + 1]), obj))
             i += 1
         result = (steps, parts[i:])
-        if len(_CHAINS) < 200_000 and not self._skipped:
+        stopped_at_a_miss = i < len(parts) and i <= MAX_DEPTH and (is_module(obj) or is_class(obj))
+        if len(_CHAINS) < 200_000 and not self._skipped and not stopped_at_a_miss:
             _CHAINS[qualified] = result
         return result
 
