@@ -259,6 +259,122 @@ def test_legitimate_scalar_reads_and_loops_pass():
                      "rows, cols = out.shape\nq, k = out.chunk(2)"))
 
 
+MODULE_WITH_LAUNCHER = TEMPLATE.split("\nclass ModelNew")[0].format(imports="import numpy as np", module="") + (
+    "\n\ndef launch(x):\n    out = torch.empty_like(x)\n"
+    "    copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)\n    return out\n")
+HOST_RELU = "torch.from_numpy(np.maximum({t}.numpy(), 0))"
+
+INDIRECT = {
+    # a factory's closure, stored on self in __init__ and called in forward
+    "factory_closure": f"""
+def make():
+    def f(t):
+        return {HOST_RELU.format(t='t')}
+    return f
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.f = make()
+
+    def forward(self, x):
+        launch(x)
+        return self.f(x)
+""",
+    # a decorator's wrapper replaces the launcher
+    "decorator_wrapper": f"""
+def host(fn):
+    def wrapper(x):
+        return {HOST_RELU.format(t='x')}
+    return wrapper
+
+
+@host
+def relu(x):
+    return launch(x)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return relu(x)
+""",
+    # a class-body attribute
+    "class_body_attribute": """
+class ModelNew(nn.Module):
+    act = staticmethod(np.maximum)
+
+    def forward(self, x):
+        launch(x)
+        return self.act(x, 0)
+""",
+    # a module-level table of lambdas
+    "table_of_lambdas": f"""
+OPS = {{'relu': lambda t: {HOST_RELU.format(t='t')}}}
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        launch(x)
+        return OPS['relu'](x)
+""",
+    # an operator dunder of a local class, run by `+`
+    "operator_dunder": f"""
+class Box:
+    def __init__(self, t):
+        self.t = t
+
+    def __add__(self, other):
+        return {HOST_RELU.format(t='self.t')}
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        launch(x)
+        return Box(x) + 1
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(INDIRECT))
+def test_host_compute_reached_through_indirect_code(name):
+    flagged(MODULE_WITH_LAUNCHER + INDIRECT[name], "static:host_compute", "host_compute:numpy.maximum")
+
+
+def test_code_that_only_runs_at_import_or_in_init_is_not_forward():
+    passes(MODULE_WITH_LAUNCHER + """
+
+def build(n):
+    return np.arange(n)
+
+
+TABLE = build(4)
+
+
+class Lin(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = nn.Parameter(torch.empty(n, n))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        nn.init.kaiming_uniform_(self.w)
+
+    def forward(self, x):
+        return launch(x)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = Lin(4)
+        self.table = build(4)
+
+    def forward(self, x):
+        return self.lin(x) if TABLE is not None and self.table is not None else x
+""")
+
+
 def test_host_compute_outside_forward_reach_is_not_judged():
     passes(candidate("import numpy as np", "TABLE = np.exp(np.arange(4.0))\n\n"
                      "def reference(x):\n    return torch.tensor([float(v) for v in x.reshape(-1)])\n"))

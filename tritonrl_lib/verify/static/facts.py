@@ -133,6 +133,16 @@ class ModuleFacts:
                     self.numpy_holders.setdefault(name, q)
 
         self.module_constants = {name for name, value in module_assignments(tree) if is_literal(value, set())}
+        # Module-level names whose value holds code (`OPS = {"relu": lambda t: ..., "gelu": gelu_host}`):
+        # forward reaching the name reaches that code. (A function called there ran at import;
+        # the name holds its result.)
+        self.global_code: dict[str, list[ast.AST]] = {}
+        for name, value in module_assignments(tree):
+            code = [n for n in ast.walk(value) if isinstance(n, ast.Lambda)] + \
+                   [self.module_funcs[n.id] for n in ast.walk(value)
+                    if isinstance(n, ast.Name) and n.id in self.module_funcs and id(n) not in self.call_funcs]
+            if code:
+                self.global_code.setdefault(name, []).extend(code)
 
         self.global_kernel_holders: dict[str, set[str]] = {}
         for stmt in tree.body:
@@ -264,9 +274,16 @@ class ModuleFacts:
         return out
 
     def attr_kinds(self, cls: ast.ClassDef) -> dict[str, AttrKind]:
-        """`self.attr = ...` in any method -> what the attribute holds, when it can be told."""
+        """`self.attr = ...` in any method, or `attr = ...` in the class body -> what the attribute
+        holds, when it can be told."""
         kinds: dict[str, AttrKind] = {}
         for c in self.class_chain(cls):
+            for stmt in c.body:
+                if isinstance(stmt, ast.Assign):
+                    k = self._value_kind(stmt.value)
+                    for t in stmt.targets:
+                        if k and isinstance(t, ast.Name) and t.id not in kinds:
+                            kinds[t.id] = k
             for fn in c.body:
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
@@ -295,9 +312,13 @@ class ModuleFacts:
         if isinstance(value, ast.Call) and value.args and self.canonical(value.func) == "functools.partial":
             return self._value_kind(value.args[0])  # partial(F.gelu, approximate="tanh") holds F.gelu
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.module_funcs:
-            made = self._returned_kernel(self.module_funcs[value.func.id])
-            if made:
-                return AttrKind("kernel", [made])
+            factory = self.module_funcs[value.func.id]
+            made = self._returned_kernel(factory)
+            # a factory's result is a kernel, or (when called) code the factory defines
+            return AttrKind("kernel", [made]) if made else AttrKind("func", [value.func.id], factory)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args \
+                and value.func.id in ("staticmethod", "classmethod") and value.func.id not in self.bound:
+            return self._value_kind(value.args[0])
         if isinstance(value, ast.Lambda):
             return AttrKind("func", ["lambda"], value)
         if isinstance(value, ast.Name) and value.id in self.module_funcs:

@@ -20,6 +20,14 @@ from .host import (FROM_HOST, FROM_HOST_UNLESS_LITERAL, ITERATING_BUILTINS, SCAL
 from .rules import AMBIGUOUS_METHODS, MODULE_BOOKKEEPING, NUMPY_SCALAR_OK, RNG_CALLS, TORCH_SAFE_SUBMODULES
 
 
+# dunders of a reached class that forward's work does not run (printing, pickling hooks are
+# flagged on their own)
+_NOT_CALLED_IMPLICITLY = frozenset({"__init__", "__new__", "__repr__", "__str__", "__format__", "__init_subclass__",
+                                    "__class_getitem__",
+                                    "__set_name__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__",
+                                    "__del__", "__dir__", "__sizeof__", "__hash__"})
+
+
 @functools.lru_cache(maxsize=1)
 def _tensor_methods() -> frozenset[str]:
     import torch  # the policy tables import it already
@@ -57,6 +65,11 @@ class Reach:
             return
         self.done.add(id(fn))
         self.queue.append((label, fn, methods, attrs))
+        # a decorator's wrapper is what a call of the decorated function runs
+        for d in getattr(fn, "decorator_list", []):
+            for n in ast.walk(d):
+                if isinstance(n, ast.Name) and n.id in self.an.module_funcs:
+                    self.enqueue(f"{n.id} (decorator)", self.an.module_funcs[n.id], {}, {})
 
     def enqueue_class(self, cls_name: str, which: Iterable[str]) -> None:
         cls = self.an.classes.get(cls_name)
@@ -64,7 +77,9 @@ class Reach:
             return
         methods = self.an.methods(cls)
         attrs = self.an.attr_kinds(cls)
-        for m in which:
+        # Python calls an object's dunder methods itself (operators, conversions, iteration)
+        implicit = [m for m in methods if m.startswith("__") and m.endswith("__") and m not in _NOT_CALLED_IMPLICITLY]
+        for m in [*which, *implicit]:
             if m in methods:
                 self.enqueue(f"{cls_name}.{m}", methods[m], methods, attrs)
 
@@ -116,6 +131,9 @@ class Reach:
                     self.kernel_refs.extend(sorted(an.global_kernel_holders[node.id]))
                 elif node.id in an.module_funcs:
                     self.enqueue(node.id, an.module_funcs[node.id], {}, {})
+                elif node.id in an.global_code and node.id not in self.local:
+                    for n, code in enumerate(an.global_code[node.id]):
+                        self.enqueue(f"{node.id}[{n}]", code, {}, {})
                 elif node.id in an.classes:
                     self.enqueue_class(node.id, ("__init__", "forward", "__call__"))
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
