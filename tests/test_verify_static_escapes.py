@@ -102,6 +102,7 @@ def test_a_chain_through_an_allowed_module_is_judged_by_what_it_reaches(imports,
     ("import logging", "T = getattr(logging, 'threading')"),  # constant-name getattr
     ("import logging", "T = [logging][0].threading"),  # through a literal container
     ("import logging", "T = (logging if True else None).threading"),
+    ("import logging", "def lib():\n    return logging\n\n\nT = lib().threading"),  # a function's result
 ])
 def test_the_same_chain_is_caught_under_every_spelling(imports, module):
     flagged(candidate(imports, module), "static:threads", "threads:logging.threading")
@@ -417,6 +418,8 @@ def test_class_tricks(module, forward, flag):
     ("import time", "clock, n = time, 1\nclock.perf_counter = lambda: 0.0", "monkeypatch:time.perf_counter"),
     ("", "ev = torch.cuda.Event()\ntype(ev).elapsed_time = lambda self, end: 1.0", "monkeypatch:type(ev).elapsed_time"),
     ("", "torch.cuda.__dict__['synchronize'] = lambda: None", "monkeypatch:torch.cuda.__dict__['synchronize']"),
+    ("", "def event_class():\n    return torch.cuda.Event\n\n\nevent_class().elapsed_time = lambda self, end: 1.0",
+     "monkeypatch:torch.cuda.Event.elapsed_time"),
 ])
 def test_timer_tampering_under_any_name(imports, module, flag):
     flagged(candidate(imports, module), "static:monkeypatch", flag)

@@ -8,7 +8,8 @@ Two views, for two jobs:
   after import). Compute judgements and the attribute-chain rules use it.
 - `maybe`: a name -> every chain it may hold, from an assignment in any scope (tuple unpacking, a
   conditional, `:=`), a loop over a literal tuple of chains, or a function parameter some call
-  passes a chain to. Only the patching rules use it, which must not be escaped by a detour.
+  passes a chain to; and `returns`: the chains a module function may return. Only the chain and
+  patching rules use them, which must not be escaped by a detour.
 """
 
 from __future__ import annotations
@@ -260,8 +261,11 @@ class Bindings:
             if q is not None and name not in import_aliases:
                 self.aliases[name] = q
         self.maybe: dict[str, set[str]] = {}
+        self.returns: dict[str, set[str]] = {}  # function -> chains it may return (`return torch.cuda`)
         binds = list(assignments(index.of(*ASSIGNING)))
         calls = [n for n in index.of(ast.Call) if isinstance(n.func, ast.Name) and n.func.id in functions]
+        returns = [(name, r.value) for name, fn in functions.items() for r in ast.walk(fn)
+                   if isinstance(r, ast.Return) and r.value is not None]
         for _ in range(2):  # twice, so `a = torch.cuda; b = a` in one function resolves too
             for name, value in binds:
                 for branch in value_branches(value):
@@ -269,6 +273,11 @@ class Bindings:
                     if q:
                         self.maybe.setdefault(name, set()).update(q)
             self._parameters(calls, functions)
+            for name, value in returns:
+                for branch in value_branches(value):
+                    q = self.qualify_any(branch)
+                    if q:
+                        self.returns.setdefault(name, set()).update(q)
 
     def _parameters(self, calls: list[ast.Call], functions: dict[str, ast.AST]) -> None:
         """`patch(torch.cuda.Event)` binds the parameter of `def patch(cls)` to the chain."""
@@ -303,6 +312,8 @@ class Bindings:
                            for q in self.qualify_any(b, depth + 1)})
         if isinstance(node, ast.NamedExpr):
             return self.qualify_any(node.value, depth + 1)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.returns:
+            return sorted(self.returns[node.func.id])  # get_event_class().elapsed_time = ...
         return []
 
     def local_aliases(self, fn_nodes: list[ast.AST]) -> dict[str, str]:
