@@ -413,7 +413,7 @@ def phase_eval(ctx: Ctx) -> dict:
     out = cfg.paths.ensure().eval_file("base")
     gpu_reset()
     with models.explain_oom("eval", cfg):
-        st = evaluate_model(cfg, str(ctx.model), tasks, stage="base", out=out, force=True, progress=False)
+        st = evaluate_model(cfg, str(ctx.model), tasks, model_stage="base", out=out, force=True, progress=False)
     rec = st.record
     Path(ctx.args.out).mkdir(parents=True, exist_ok=True)
     shutil.copy(out, Path(ctx.args.out) / "eval_base.json")

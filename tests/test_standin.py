@@ -246,7 +246,7 @@ def test_sft_and_sampling_from_a_local_folder(local_qwen2, tmp_path):
     marker = json.loads((res.checkpoint / models.MARKER).read_text())
     assert marker["base_model"] == str(local_qwen2)  # the adapter names the local weights it trained on
     tasks = cap_tasks(load_tasks("builtin", size="small"), 2)
-    rec = evaluate_model(cfg, str(res.checkpoint), tasks, stage="sft", adapter=res.checkpoint, progress=False,
+    rec = evaluate_model(cfg, str(res.checkpoint), tasks, model_stage="sft", adapter=res.checkpoint, progress=False,
                          log=lambda m: None).record
     assert rec["num_tasks"] == 2 and rec["generation"]["engine"] == "lean"
     assert all(r["num_tokens"] == 8 for r in rec["detailed_results"])  # random weights write to the limit

@@ -117,6 +117,41 @@ def test_fusion_policy_allows_the_conv_but_strict_does_not(pool):
     assert strict_rt.reason.startswith("cheat:pytorch_compute:aten.convolution"), strict_rt.reason
 
 
+def test_policy_extra_ops_reach_both_the_static_check_and_the_runtime_census(pool):
+    """`verify.policy_extra_ops` lets fusion keep more ops in PyTorch, in the static check and in the
+    op census alike; without it the same candidate is rejected by both layers."""
+    relu2 = task("relu", 2)
+    # PyTorch's abs after the Triton ReLU: right, but compute the policy leaves to Triton
+    code = candidate("relu_ok").replace("return relu(x)", "return torch.abs(relu(x))")
+    cfg = VerifyConfig(timeout_s=10)
+    default = pool.verify(relu2, code, config=cfg)
+    assert not default.correct and "abs" in default.reason, default.reason
+    runtime_only = pool.verify(relu2, code, config=cfg, static=False)
+    assert not runtime_only.correct and "abs" in runtime_only.reason, runtime_only.reason
+    extra = VerifyConfig(timeout_s=10, policy_extra_ops=["abs"])
+    allowed = pool.verify(relu2, code, config=extra)
+    assert allowed.correct, (allowed.reason, allowed.error)
+    assert pool.verify(relu2, code, config=extra, static=False).correct
+
+
+def test_half_input_sets_ask_for_values_not_for_the_float32_kernels_dtype(pool):
+    """A float32 task's float16 input set: a kernel that keeps float32 outputs but reads its input
+    right passes, one that refuses half inputs passes with a note, one that misreads them fails."""
+    rows = task("row_sum")
+    misreads = candidate("peer_dtype_output_always_fp32")
+    reads_right = misreads.replace(".to(tl.pointer_type(tl.float32))", "")
+    assert reads_right != misreads
+    v = pool.verify(rows, reads_right)
+    assert v.correct, (v.reason, v.error)
+    refuses = reads_right.replace("x = x.contiguous()", "assert x.dtype == torch.float32, 'float32 only'\n"
+                                  "        x = x.contiguous()")
+    v = pool.verify(rows, refuses)
+    assert v.correct, (v.reason, v.error)
+    assert any("dtype:float16 skipped" in n and "float32 only" in n for n in v.notes), v.notes
+    v = pool.verify(rows, misreads)
+    assert not v.correct and v.reason.startswith("mismatch:dtype"), (v.reason, v.error)
+
+
 # --------------------------------------------------------------------------- hostile candidates
 
 

@@ -52,9 +52,14 @@ def decode(meta: dict[str, Any], blob: bytes | bytearray) -> np.ndarray:
     return arr
 
 
+WIDER_OK = {"float16": "float32", "bfloat16": "float32"}  # a half reference, a float32 output: wider, allowed
+
+
 def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, atol: float,
-            rtol: float) -> dict[str, Any]:
-    """allclose(candidate, reference) with the verifier's rules; returns ok, reason, max_abs, max_rel."""
+            rtol: float, widen_ok: bool = False) -> dict[str, Any]:
+    """allclose(candidate, reference) with the verifier's rules; returns ok, reason, max_abs, max_rel.
+    `widen_ok` (the half-precision input sets of a float32 task): a float32 output for a half one is
+    compared by value, since a kernel written for the task's float32 may keep float32 outputs."""
     out: dict[str, Any] = {"shape": cand_meta.get("shape"), "dtype": cand_meta.get("dtype")}
     if cand_meta.get("kind") != "tensor":
         return {**out, "ok": False, "reason": R.WRONG_OUTPUT_TYPE,
@@ -63,7 +68,8 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
     if devices[0] != devices[1] and "any" not in devices:  # "any": a Python number, on no device
         return {**out, "ok": False, "reason": R.DEVICE_MISMATCH,
                 "detail": f"output on {cand_meta.get('device')}, the reference's on {ref_meta.get('device')}"}
-    if cand_meta.get("dtype") != ref_meta.get("dtype"):
+    widened = widen_ok and WIDER_OK.get(ref_meta.get("dtype")) == cand_meta.get("dtype")
+    if cand_meta.get("dtype") != ref_meta.get("dtype") and not widened:
         return {**out, "ok": False, "reason": R.DTYPE_MISMATCH,
                 "detail": f"output dtype {cand_meta.get('dtype')}, expected {ref_meta.get('dtype')}"}
     if cand_meta.get("shape") != ref_meta.get("shape"):
@@ -100,7 +106,7 @@ def compare(ref_meta: dict, ref_blob: bytes, cand_meta: dict, cand_blob: bytes, 
                 "detail": f"every value lies within atol={atol:g} of the reference, but the output as a whole is "
                           f"{out['rel_l2']:.3g} off relative to the reference's own size (||out - ref|| / ||ref||; "
                           f"allowed {rtol:g}): values this small pass an absolute tolerance whatever they hold"}
-    return {**out, "ok": True}
+    return {**out, "ok": True, **({"widened": True} if widened else {})}
 
 
 NORM_FLOOR = 1e-3  # of atol, as a root-mean-square: the error allowed where the reference itself is ~0

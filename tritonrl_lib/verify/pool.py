@@ -223,7 +223,8 @@ class VerifierPool:
                 continue
             key = None
             if self.cache is not None:
-                key = VerdictCache.key(task.source, job["code"], job["policy"], job["settings"], self._device_desc())
+                policy = "+".join([job["policy"], *job["extra_ops"]])
+                key = VerdictCache.key(task.source, job["code"], policy, job["settings"], self._device_desc())
                 hit = self.cache.get(key)
                 if hit is not None:
                     hit.notes = [*hit.notes, "verdict from cache"]
@@ -316,9 +317,10 @@ class VerifierPool:
             return Verdict(task_id=task.id, stage="none", reason=R.check(ex.reason or R.NO_CODE), error=ex.detail,
                            duration_s=round(time.monotonic() - start, 4)), None
         policy = resolve_policy(cfg.policy, task.level)
+        extra_ops = sorted(set(cfg.policy_extra_ops or ()))  # fusion's extra heavy ops, static and runtime alike
         notes = []
         if static:
-            report = static_check(ex.code, policy, reference_source=task.source)
+            report = static_check(ex.code, policy, reference_source=task.source, extra_heavy_ops=extra_ops)
             if not report.ok:
                 return Verdict(task_id=task.id, stage="extract", reason=R.check(report.reason), error=report.detail,
                                cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
@@ -327,7 +329,7 @@ class VerifierPool:
         settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
         job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
                "seeds": self._seeds,
-               "policy": policy, "settings": settings, "device": self.device, "threads": self._threads,
+               "policy": policy, "extra_ops": extra_ops, "settings": settings, "device": self.device, "threads": self._threads,
                "notes": notes}
         return None, job
 

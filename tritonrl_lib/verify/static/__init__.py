@@ -6,20 +6,31 @@ Nothing in the candidate is executed or imported here. The checks, in the order 
    `class ModelNew` (`static:no_modelnew`) or no `forward` in it (`static:no_forward`), has no
    `@triton.jit` / `@triton.autotune` function (`static:no_triton_kernel`);
 2. cheat flags (any flag means reward 0), each with the line that raised it: try/except fallback,
-   the reference `Model` used, PyTorch compute the policy forbids, forbidden imports, file access,
-   threads, dynamic code, introspection and monkeypatching, host (numpy / tolist) compute;
+   the reference `Model` used, PyTorch compute the policy forbids, forbidden imports (and modules
+   or functions reached through allowed ones under any name), file access, threads, dynamic code,
+   introspection, monkeypatching (timers and libraries patched through any alias, tensor
+   subclasses and proxies), host compute (numpy, Python loops over tensor elements, tensors
+   rebuilt from host data);
 3. `static:kernel_unreachable`: no Triton kernel is launched from code `ModelNew.forward` can
    reach (methods via self, module-level launchers, helper classes, transitively).
 
-Security checks (imports, files, dynamic code, patching) cover the whole module; compute checks
-cover the code reachable from `forward` (`__init__` may use PyTorch freely to build weights),
-never the bodies of Triton kernels. Plain tensor operators (`a + b`) cannot be typed statically
-and are left to the runtime op census; `a @ b` is flagged here. The policy tables come from
-`policy.py`, so static and runtime judge PyTorch names the same way.
+Security checks (imports, chains, files, dynamic code, patching) cover the whole module; compute
+and host checks cover the code reachable from `forward` (`__init__` may use PyTorch freely to
+build weights), never the bodies of Triton kernels. Plain tensor operators (`a + b`) cannot be
+typed statically and are left to the runtime op census; `a @ b` is flagged here. The policy
+tables come from `policy.py`, so static and runtime judge PyTorch names the same way.
 
-The parts: the rules (rules.py: which imports, calls and names are refused), the module's facts
-(facts.py: aliases, definitions, kernels, what ModelNew's attributes hold), the module-wide
-security checks (security.py) and the reachability pass from `forward` (reach.py).
+The parts: the rules (rules.py: which imports, calls and names are refused), what names refer to
+(names.py: aliases, re-bindings, constant getattr), what a chain of attributes really reaches
+(resolve.py: the allowed modules' real objects, walked in this trusted process, cached), the
+module's facts (facts.py: definitions, kernels, what ModelNew's attributes hold), the module-wide
+security checks (security.py) and patching rules (patching.py), and the reachability pass from
+`forward` (reach.py) with its host-compute vocabulary (host.py).
+
+Cost: about 7 ms per candidate (mean over the 198 candidate files of the built-in suite's
+solutions, benchmarks/kernelbench_solutions and tests/verifier_cases, on this project's shared
+2-core CPU); the first check in a process also imports triton if nothing has (~0.2 s), and each
+newly seen attribute chain is resolved once per process.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""What a candidate module defines, read from its AST: imports and aliases, functions, classes,
-Triton kernels, the reference classes it must not use, and what ModelNew's attributes hold.
+"""What a candidate module defines, read from its AST: imports and aliases (names.py),
+functions, classes, Triton kernels, the reference classes it must not use, and what ModelNew's
+attributes hold.
 
 `ModuleFacts` is built once per check and collects the findings (`add`) that the security checks
-(security.py) and the reachability pass (reach.py) make; `Finding` is one of them.
+(security.py, patching.py) and the reachability pass (reach.py) make; `Finding` is one of them.
+Constant-name `getattr(x, "a")` calls are rewritten to `x.a` first (names.py), so every rule
+judges them like the attribute they read.
 """
 
 from __future__ import annotations
@@ -11,7 +14,14 @@ import ast
 from dataclasses import dataclass
 from typing import Iterator
 
-from .rules import KERNEL_MARKERS
+from .host import is_literal
+from .names import (Bindings, NodeIndex, bound_names, dotted, module_assignments, rewrite_constant_getattr,
+                    root_name, splice_string_annotations, value_positions)
+from .resolve import MISSING, Resolver, is_class, is_module
+from .rules import KERNEL_MARKERS, NUMPY_SCALAR_OK
+
+__all__ = ["Finding", "ModuleFacts", "AttrKind", "dotted", "root_name", "is_main_guard", "walk_skip",
+           "class_fingerprint"]
 
 
 @dataclass
@@ -20,33 +30,6 @@ class Finding:
     line: int
     message: str  # for people, names the construct and the fix
     flag: str | None = None  # cheat flag; None for a plain failure
-
-
-def dotted(node: ast.AST) -> list[str] | None:
-    """`a.b.c` -> ["a", "b", "c"]; None if the chain holds anything but names and attributes."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
-
-
-def root_name(node: ast.AST) -> str | None:
-    """The Name at the root of an attribute/subscript/call chain (`torch` in torch.x[0].y())."""
-    while True:
-        if isinstance(node, ast.Attribute):
-            node = node.value
-        elif isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Call):
-            node = node.func
-        elif isinstance(node, ast.Name):
-            return node.id
-        else:
-            return None
 
 
 def is_main_guard(node: ast.AST) -> bool:
@@ -85,6 +68,16 @@ class ModuleFacts:
         self.extra = extra_heavy_ops
         self.findings: list[Finding] = []
         self._seen: set[tuple[str, int, str]] = set()
+        self.resolver = Resolver()
+        self.index = NodeIndex(tree)  # every node once, by type: the module-wide passes read this
+        if splice_string_annotations(self.index):
+            self.index = NodeIndex(tree)
+        self.constant_getattrs = rewrite_constant_getattr(tree, self.index)  # id(Attribute) -> original call
+        if self.constant_getattrs:
+            self.index = NodeIndex(tree)
+        self.bound = bound_names(self.index)
+        self.call_funcs = {id(n.func) for n in self.index.of(ast.Call)}
+        self.value_positions = value_positions(self.index)
 
         self.main_guard_nodes: set[int] = set()
         for stmt in tree.body:
@@ -98,8 +91,15 @@ class ModuleFacts:
         self.module_funcs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self._collect_defs(tree.body)
-        self.defined_names = {n.name for n in ast.walk(tree)
-                              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        self.star_names: dict[str, str] = {}  # name -> the module a `from m import *` took it from
+        for module in self.star_imports:
+            for name in self.resolver.star_exports(module):
+                self.star_names.setdefault(name, module)
+        self.bindings = Bindings(tree, self.index, self.aliases, self.module_funcs)
+        self.aliases = self.bindings.aliases  # imports and the module-level names re-bound to them
+        self.defined_names = {n.name for n in self.index.of(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)}
+        self.method_nodes = {id(f) for c in self.index.of(ast.ClassDef)
+                             for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
         self.kernels: dict[str, ast.AST] = {}  # name -> def (or the assignment making it)
         self.kernel_nodes: set[int] = set()
@@ -123,6 +123,27 @@ class ModuleFacts:
                 if k is not None and k.kind in ("nn", "torch", "func"):
                     self.global_holders[stmt.targets[0].id] = k
 
+        # Module-level names whose value holds numpy compute (`row_max = partial(numpy.max, axis=1)`,
+        # `OPS = {"exp": numpy.exp}`): forward reaching the name is host compute.
+        self.numpy_holders: dict[str, str] = {}
+        for name, value in module_assignments(tree):
+            for sub in ast.walk(value):
+                q = self.numpy_compute(sub) if isinstance(sub, (ast.Name, ast.Attribute)) else None
+                if q:
+                    self.numpy_holders.setdefault(name, q)
+
+        self.module_constants = {name for name, value in module_assignments(tree) if is_literal(value, set())}
+        # Module-level names whose value holds code (`OPS = {"relu": lambda t: ..., "gelu": gelu_host}`):
+        # forward reaching the name reaches that code. (A function called there ran at import;
+        # the name holds its result.)
+        self.global_code: dict[str, list[ast.AST]] = {}
+        for name, value in module_assignments(tree):
+            code = [n for n in ast.walk(value) if isinstance(n, ast.Lambda)] + \
+                   [self.module_funcs[n.id] for n in ast.walk(value)
+                    if isinstance(n, ast.Name) and n.id in self.module_funcs and id(n) not in self.call_funcs]
+            if code:
+                self.global_code.setdefault(name, []).extend(code)
+
         self.global_kernel_holders: dict[str, set[str]] = {}
         for stmt in tree.body:
             if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
@@ -135,7 +156,7 @@ class ModuleFacts:
     # ----------------------------------------------------------------- collection
 
     def _collect_imports(self) -> None:
-        for node in ast.walk(self.tree):
+        for node in self.index.of(ast.Import, ast.ImportFrom):
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.asname:
@@ -162,12 +183,26 @@ class ModuleFacts:
                 for h in getattr(stmt, "handlers", []) or []:
                     self._collect_defs(h.body)
 
-    def qualify(self, node: ast.AST) -> str | None:
-        """Qualified name of a Name/Attribute chain rooted at an import alias, else None."""
-        parts = dotted(node)
-        if not parts or parts[0] not in self.aliases:
+    def qualify(self, node: ast.AST, local: dict[str, str] | None = None) -> str | None:
+        """Qualified name of a Name/Attribute chain rooted at an alias (an import, or a name
+        re-bound to one; `local`: a function's own), else None."""
+        return self.bindings.qualify(node, local)
+
+    def canonical(self, node: ast.AST, local: dict[str, str] | None = None) -> str | None:
+        """`qualify`, with the module prefix written by the module's real name."""
+        q = self.bindings.qualify(node, local)
+        return self.resolver.canonical(q) if q else None
+
+    def numpy_compute(self, node: ast.AST, local: dict[str, str] | None = None) -> str | None:
+        """The numpy chain when `node` names a numpy function or ufunc that computes (not a
+        module, a dtype or class, nor a scalar helper such as numpy.prod), else None."""
+        q = self.canonical(node, local)
+        if not q or q.split(".")[0] != "numpy" or q.rsplit(".", 1)[-1] in NUMPY_SCALAR_OK:
             return None
-        return ".".join([self.aliases[parts[0]], *parts[1:]])
+        obj = self.resolver.obj(q)
+        if obj is not MISSING and (is_module(obj) or not callable(obj) or is_class(obj) and _numpy_value_type(obj)):
+            return None
+        return q
 
     def _decorator_names(self, fn: ast.AST) -> list[str]:
         out = []
@@ -179,13 +214,13 @@ class ModuleFacts:
         return out
 
     def _collect_kernels(self) -> None:
-        for node in ast.walk(self.tree):
+        for node in self.index.of(ast.FunctionDef, ast.AsyncFunctionDef):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if any(q in KERNEL_MARKERS for q in self._decorator_names(node)):
                     self.kernels.setdefault(node.name, node)
                     self.kernel_nodes.add(id(node))
         # kernel = triton.jit(fn)  /  kernel = triton.autotune(...)(triton.jit(fn))
-        for node in ast.walk(self.tree):
+        for node in self.index.of(ast.Assign):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                 calls = [c for c in ast.walk(node.value) if isinstance(c, ast.Call)]
                 if any(self.qualify(c.func) in KERNEL_MARKERS for c in calls):
@@ -239,9 +274,16 @@ class ModuleFacts:
         return out
 
     def attr_kinds(self, cls: ast.ClassDef) -> dict[str, AttrKind]:
-        """`self.attr = ...` in any method -> what the attribute holds, when it can be told."""
+        """`self.attr = ...` in any method, or `attr = ...` in the class body -> what the attribute
+        holds, when it can be told."""
         kinds: dict[str, AttrKind] = {}
         for c in self.class_chain(cls):
+            for stmt in c.body:
+                if isinstance(stmt, ast.Assign):
+                    k = self._value_kind(stmt.value)
+                    for t in stmt.targets:
+                        if k and isinstance(t, ast.Name) and t.id not in kinds:
+                            kinds[t.id] = k
             for fn in c.body:
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
@@ -257,9 +299,26 @@ class ModuleFacts:
                                 kinds[t.attr] = k
         return kinds
 
+    def _returned_kernel(self, fn: ast.AST) -> str | None:
+        """The kernel a factory function returns (`def make(): @triton.jit def k(...) ...; return k`)."""
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in self.kernels:
+                return node.value.id
+        return None
+
     def _value_kind(self, value: ast.AST) -> AttrKind | None:
         if isinstance(value, ast.Name) and value.id in self.kernels:
             return AttrKind("kernel", [value.id])
+        if isinstance(value, ast.Call) and value.args and self.canonical(value.func) == "functools.partial":
+            return self._value_kind(value.args[0])  # partial(F.gelu, approximate="tanh") holds F.gelu
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.module_funcs:
+            factory = self.module_funcs[value.func.id]
+            made = self._returned_kernel(factory)
+            # a factory's result is a kernel, or (when called) code the factory defines
+            return AttrKind("kernel", [made]) if made else AttrKind("func", [value.func.id], factory)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args \
+                and value.func.id in ("staticmethod", "classmethod") and value.func.id not in self.bound:
+            return self._value_kind(value.args[0])
         if isinstance(value, ast.Lambda):
             return AttrKind("func", ["lambda"], value)
         if isinstance(value, ast.Name) and value.id in self.module_funcs:
@@ -287,6 +346,14 @@ class ModuleFacts:
             kind.names += [f"local:{n}" for n in locals_]
             return kind
         return None
+
+
+def _numpy_value_type(cls: type) -> bool:
+    """numpy's scalar types and dtype questions (np.float32, np.dtype, np.finfo): not compute,
+    unlike its other classes (np.vectorize, np.ndarray, np.poly1d)."""
+    import numpy  # only reached for a chain that resolved into numpy
+
+    return issubclass(cls, numpy.generic) or cls in (numpy.dtype, numpy.finfo, numpy.iinfo)
 
 
 def class_fingerprint(cls: ast.ClassDef) -> str:

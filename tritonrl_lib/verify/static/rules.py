@@ -35,30 +35,39 @@ DENIED_IMPORTS: dict[str, tuple[str, str]] = {
     **{m: (R.static("forbidden_import"), _PROCESS) for m in (
         "os", "sys", "subprocess", "signal", "resource", "pty", "posix", "nt", "platform",
         "sysconfig", "site", "atexit", "faulthandler", "tracemalloc", "ctypes", "cffi", "mmap",
-        "fcntl", "_posixsubprocess", "pwd", "grp", "termios")},
+        "fcntl", "_posixsubprocess", "pwd", "grp", "termios", "_signal", "_ctypes", "_posixshmem",
+        "_tracemalloc", "_winapi", "msvcrt", "winreg", "numpy.ctypeslib", "torch.utils.collect_env",
+        "torch.utils.bottleneck")},
     **{m: (R.static("threads"), "threads / processes") for m in (
-        "threading", "_thread", "multiprocessing", "concurrent", "torch.multiprocessing",
-        "asyncio", "sched", "queue")},
+        "threading", "_thread", "multiprocessing", "_multiprocessing", "concurrent",
+        "torch.multiprocessing", "asyncio", "_asyncio", "sched", "queue", "_queue",
+        "logging.handlers", "logging.config", "torch.distributed", "torch.utils.data",
+        "torch.utils.throughput_benchmark", "numpy.testing")},
     **{m: (R.static("forbidden_import"), _FILES) for m in (
-        "io", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "shelve", "pickle", "dill",
-        "cloudpickle", "marshal", "dbm", "sqlite3", "zipfile", "tarfile", "gzip", "bz2", "lzma",
-        "csv", "json", "h5py", "safetensors", "torch.serialization", "torch.package", "torch.hub",
-        "torch.utils.model_zoo", "linecache", "fileinput")},
+        "io", "_io", "pathlib", "shutil", "tempfile", "glob", "fnmatch", "shelve", "pickle",
+        "_pickle", "dill", "cloudpickle", "marshal", "dbm", "sqlite3", "zipfile", "tarfile", "gzip",
+        "bz2", "lzma", "csv", "json", "h5py", "safetensors", "torch.serialization", "torch.package",
+        "torch.hub", "torch.utils.model_zoo", "torch.utils.tensorboard", "torch.utils.hipify",
+        "torch.utils.model_dump", "torch.utils.show_pickle", "torch.utils.file_baton", "numpy.lib.npyio",
+        "numpy.lib._npyio_impl", "numpy.lib._datasource", "numpy.lib.format", "linecache", "fileinput")},
     **{m: (R.static("forbidden_import"), _INTRO) for m in (
-        "importlib", "builtins", "gc", "inspect", "types", "weakref", "code", "codeop", "runpy",
-        "zipimport", "pkgutil", "traceback", "dis", "ast", "symtable", "contextlib", "sysconfig",
-        "ctypes.util", "torch._C", "torch._ops", "torch._guards", "torch._jit_internal",
-        "torch._utils_internal", "triton._C")},
+        "importlib", "_imp", "_frozen_importlib", "_frozen_importlib_external", "builtins", "gc",
+        "inspect", "types", "weakref", "_weakref", "code", "codeop", "runpy", "zipimport",
+        "pkgutil", "traceback", "dis", "_opcode", "ast", "_ast", "symtable", "_symtable",
+        "contextlib", "sysconfig", "ctypes.util", "torch._C", "torch._ops", "torch._guards",
+        "torch._jit_internal", "torch._utils_internal", "triton._C")},
     **{m: (R.static("forbidden_import"), _NET) for m in (
-        "socket", "ssl", "requests", "urllib", "urllib3", "http", "httpx", "aiohttp", "ftplib",
+        "socket", "_socket", "ssl", "_ssl", "requests", "urllib", "urllib3", "http", "httpx", "aiohttp", "ftplib",
         "smtplib", "xmlrpc", "websocket", "websockets")},
     **{m: (R.static("forbidden_import"), COMPILE_WHY) for m in (
         "torch.utils.cpp_extension", "torch._dynamo", "torch._inductor", "torch.compiler",
         "torch._compile", "torch.jit", "torch.fx", "torch.export", "torch._export",
         "torch._prims", "torch._refs", "torch._decomp", "torch._functorch", "torch.func",
         "torch._higher_order_ops", "torch.cuda.jiterator", "torch._VF", "torch._vmap_internals",
-        "torch.onnx", "torch.ao", "torch.quantization", "numba", "cython", "setuptools",
-        "distutils")},
+        "torch.onnx", "torch.ao", "torch.quantization", "torch.cuda.tunable", "torch.utils.jit",
+        "torch.utils.mobile_optimizer", "numba", "cython", "setuptools", "distutils", "numpy.f2py",
+        "numpy.distutils")},
+    **{m: (R.static("dynamic_code"), "runs code given as strings") for m in ("torch.utils.benchmark",)},
     **{m: (R.static("forbidden_import"), _TRITON_INTERNAL) for m in (
         "triton.runtime", "triton.compiler", "triton.backends", "triton.tools", "triton.ops",
         "triton.testing", "triton.knobs", "triton.experimental", "triton.profiler")},
@@ -70,7 +79,7 @@ DENIED_IMPORTS: dict[str, tuple[str, str]] = {
     **{m: (R.static("monkeypatch"), _DISPATCH) for m in (
         "torch.utils._python_dispatch", "torch.overrides", "torch.library", "torch._library",
         "torch._subclasses", "torch._custom_op", "torch._custom_ops", "torch._dispatch",
-        "torch.testing._internal")},
+        "torch.testing._internal", "torch.utils.backend_registration", "torch.utils.deterministic")},
 }
 
 # Exceptions inside a denied prefix: `triton.runtime.driver` gives device properties (the fused
@@ -104,6 +113,67 @@ def import_verdict(module: str) -> tuple[str, str] | None:
 DYNAMIC_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals",
                               "vars", "breakpoint", "input", "memoryview"})
 ATTR_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
+# Builtins a solution may not hold under any name (`enum.bltns.exec`, `g = getattr`): the
+# attribute-chain resolution (resolve.py) knows them by identity.
+DENIED_BUILTINS: dict[str, tuple[str, str]] = {
+    **{n: (R.static("dynamic_code"), "runs or exposes code dynamically") for n in DYNAMIC_BUILTINS},
+    **{n: (R.static("dynamic_code"), "looks attributes up or patches them by string")
+       for n in ("getattr", "setattr", "delattr")},
+    "open": (R.static("file_access"), "reads or writes files"),
+    **{n: (R.static("introspection"), "interpreter helpers (pydoc, site files)")
+       for n in ("help", "license", "credits", "copyright")},
+}
+# Callables reached through allowed modules that the rules refuse. Keys are prefixes of the name a
+# callable is defined under (`module.qualname`, so any route to it counts) or of the chain as
+# written with its module's real name (`torch.ops.load_library`: a method, it has no home).
+DENIED_CALLABLES: dict[str, tuple[str, str]] = {
+    "logging.currentframe": (R.static("introspection"), "returns the caller's frame"),
+    "torch.ops.load_library": (R.static("forbidden_import"), "loads native code"),
+    "torch.ops.import_module": (R.static("forbidden_import"), "imports a module by name"),
+    "torch.classes.load_library": (R.static("forbidden_import"), "loads native code"),
+    "torch.nn.modules.module.register_module_": (
+        R.static("monkeypatch"), "a global hook on every nn.Module, the reference's included"),
+    "operator.attrgetter": (R.static("dynamic_code"), "looks attributes up by string"),
+    "operator.methodcaller": (R.static("dynamic_code"), "looks attributes up by string"),
+    "string.Formatter": (R.static("dynamic_code"), "looks attributes up by string (format fields)"),
+    # evaluate annotation strings (eval)
+    **{k: (R.static("dynamic_code"), "evaluates strings as code") for k in (
+        "typing.get_type_hints", "typing.ForwardRef", "typing._eval_type", "typing.evaluate_forward_ref",
+        "typing_extensions.get_type_hints", "typing_extensions.get_annotations",
+        "typing_extensions.evaluate_forward_ref")},
+    "triton.compiler.": (R.static("forbidden_import"), "Triton's compiler driven by hand (triton.compile)"),
+    "torch.cuda.cudart": (R.static("forbidden_import"), "the CUDA runtime's own bindings"),
+    "torch.utils.swap_tensors": (R.static("monkeypatch"), "swaps two tensors' contents and classes"),
+    # files through allowed modules: log files, and source lines read back by warnings (linecache)
+    **{k: (R.static("file_access"), "reads or writes files") for k in (
+        "logging.FileHandler", "logging.basicConfig", "warnings.formatwarning", "warnings.showwarning",
+        "warnings.warn_explicit", "warnings._showwarnmsg", "torch.profiler.tensorboard_trace_handler")},
+}
+
+
+def denied_callable(*names: str | None) -> tuple[str, str, str] | None:
+    """(key, reason, why) when any of `names` falls under DENIED_CALLABLES."""
+    for name in names:
+        if name:
+            for key, (reason, why) in DENIED_CALLABLES.items():
+                if name.startswith(key):
+                    return key, reason, why
+    return None
+
+
+# Attributes of frames, tracebacks, generators, coroutines and code objects (reached from any
+# object: `logging.currentframe().f_back.f_locals`), and numpy's raw-memory interface.
+INTROSPECTION_ATTRS = frozenset({
+    "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "tb_next",
+    "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
+    "ag_code", "co_code", "co_consts", "co_names", "func_globals", "func_code", "ctypes",
+})
+# Ways to make a tensor of a candidate's own class (lazy or self-comparing results).
+TENSOR_SUBCLASS_ATTRS = frozenset({"as_subclass", "_make_subclass", "_make_wrapper_subclass"})
+# Methods that make an object of another class pass for a tensor at a kernel launch (the launcher
+# calls them; under the interpreter, while the op census is paused).
+TENSOR_PROXY_METHODS = frozenset({"data_ptr", "untyped_storage", "__cuda_array_interface__",
+                                  "__array_interface__", "__dlpack__", "__dlpack_device__"})
 # Calls that read or write files, by qualified name.
 FILE_CALLS = frozenset({
     "numpy.load", "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.loadtxt",
@@ -115,7 +185,7 @@ FILE_METHODS = frozenset({"read_text", "read_bytes", "write_text", "write_bytes"
                           "from_file", "open", "readlines", "readline"})
 # Global switches that change how the *reference* computes (precision, determinism, dtype).
 GLOBAL_STATE_PREFIXES = ("torch.set_", "torch.backends.", "torch.use_deterministic_algorithms",
-                         "torch.cuda.set_", "torch.random.set_")
+                         "torch.cuda.set_", "torch.random.set_", "torch.cuda.memory.set_")
 GLOBAL_STATE_ALLOWED = frozenset({"torch.set_grad_enabled", "torch.set_printoptions"})
 # Reseeding inside forward can make the verifier's "fresh" inputs predictable.
 RNG_CALLS = frozenset({"torch.manual_seed", "torch.seed", "torch.cuda.manual_seed",
@@ -123,7 +193,8 @@ RNG_CALLS = frozenset({"torch.manual_seed", "torch.seed", "torch.cuda.manual_see
                        "torch.random.seed", "numpy.random.seed", "random.seed",
                        "torch.set_rng_state", "torch.cuda.set_rng_state"})
 DANGEROUS_DUNDER_DEFS = frozenset({
-    "__torch_function__", "__torch_dispatch__", "__getattr__", "__getattribute__",
+    "__torch_function__", "__torch_dispatch__", "__cuda_array_interface__", "__array_interface__",
+    "__dlpack__", "__dlpack_device__", "__getattr__", "__getattribute__",
     "__setattr__", "__delattr__", "__del__", "__reduce__", "__reduce_ex__", "__array__",
     "__array_function__", "__array_ufunc__", "__instancecheck__", "__subclasscheck__",
     "__init_subclass__", "__class_getitem__", "__set_name__", "__get__", "__set__", "__delete__",
