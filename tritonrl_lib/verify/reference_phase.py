@@ -28,8 +28,8 @@ from .child_context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
 from .input_sets import InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
-from .variations import (VARIATION_ORDER, cast_floats, describe_inputs, larger_plan, load_task_module, offset,
-                         ranged, tiny_plans)
+from .variations import (RANGE_LOG2, VARIATION_ORDER, WIDE_RANGE_LOG2, cast_floats, describe_inputs, larger_plan,
+                         load_task_module, offset, ranged, tiny_plans)
 
 TASK_MODULE = "tritonrl_task"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -281,11 +281,15 @@ class ReferencePhase:
             self.child.note(f"variation {name} skipped: the reference gives non-finite outputs on it")
         return ok
 
-    RANGES = (({}, ""), ({"signs": False}, "magnitudes only (the reference is not finite on negative inputs)"))
+    # widest first; each is kept only where the reference stays finite on it
+    RANGES = (({"log2": WIDE_RANGE_LOG2}, f"signs and magnitudes 2**+-{WIDE_RANGE_LOG2:g}"),
+              ({}, f"signs and magnitudes 2**+-{RANGE_LOG2:g}"),
+              ({"signs": False}, f"magnitudes 2**+-{RANGE_LOG2:g} only (the reference is not finite on negative "
+                                 "inputs)"))
 
     def range_set(self, plan: Plan, base: Any, originally_finite: bool) -> None:
-        """Random signs and magnitudes; where the reference is not finite on negative values (the
-        operation does not take them), magnitudes alone."""
+        """Random signs and magnitudes, the widest range on which the reference stays finite; where it
+        is not finite on negative values (the operation does not take them), magnitudes alone."""
         seed = self.seeds["range"]
         for kwargs, said in self.RANGES:
             make = self.drawer(base, self.seeds["inputs"], lambda xs, kw=kwargs: ranged(xs, seed, **kw))
