@@ -51,6 +51,7 @@ class DataConfig:
     kernelbook_max_rows: int = 0  # 0 = all rows
     n_sft_examples: int = 1000
     heldout_fraction: float = 0.25  # fraction of op families held out of training
+    heldout_in_family: int = 1  # variant tasks of each train family held out (held-out set a; 0 = none)
     data_verify_device: str = "cpu"  # cpu (interpreter, every core; no timing needed) | auto (GPU if any)
 
 
@@ -129,6 +130,9 @@ class EvalConfig:
     eval_k: int = 1
     eval_temperature: float = 0.0
     eval_stages: list[str] = field(default_factory=lambda: ["base", "sft", "rl"])
+    heldout_sets: list[str] = field(default_factory=lambda: ["tasks", "families"])  # eval_tasks=heldout: (a) unseen
+    # tasks of trained families, (b) unseen families; num_tasks caps each set
+    bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
 
 
 @dataclass
@@ -249,6 +253,9 @@ class RunPaths:
 
     def chart(self, name: str) -> Path:
         return self.charts_dir / f"{name}.png"
+
+    @property
+    def eval_comparison(self) -> Path: return self.eval_dir / "comparison.json"  # RL minus SFT, with intervals
 
     @property
     def report_html(self) -> Path: return self.root / "report.html"
@@ -438,6 +445,13 @@ def validate(cfg: RunConfig) -> None:
     if not 0 <= cfg.verify.cuda_connections <= 32:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
+    for path in (("data", "heldout_in_family"), ("eval", "bootstrap_resamples")):
+        if _get(cfg, path) < 0:
+            raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")
+    unknown_sets = [s for s in cfg.eval.heldout_sets if s not in ("tasks", "families")]
+    if unknown_sets or not cfg.eval.heldout_sets:
+        raise ConfigError(f"eval.heldout_sets={cfg.eval.heldout_sets}: name one or both of tasks (unseen tasks of "
+                          "trained families) and families (unseen families)")
     if cfg.rl.top_k > cfg.rl.n_samples:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")
