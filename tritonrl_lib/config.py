@@ -92,6 +92,12 @@ class RLConfig:
     curriculum_end_p: float = 0.5
     curriculum_trigger: float = 0.4
     curriculum_ramp_steps: int = 10
+    curriculum_frontier: bool = True  # within each level, draw tasks at the policy's frontier (recent success
+    # neither 0 nor 1, curriculum.py) instead of uniformly
+    redraw_rounds: int = 1  # dynamic sampling: groups that carry no signal are redrawn this many times (0 = kept)
+    refine_turns: int = 0  # multi-turn refinement: a failed candidate's verdict goes back for this many turns (0 = off)
+    refine_discount: float = 0.8  # a refined candidate's reward is discounted by this per turn
+    overlap_chunks: int = 2  # generation in this many chunks, each verified while the next one generates (1 = none)
 
 
 @dataclass
@@ -445,9 +451,12 @@ def validate(cfg: RunConfig) -> None:
     if not 0 <= cfg.verify.cuda_connections <= 32:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
-    for path in (("data", "heldout_in_family"), ("eval", "bootstrap_resamples")):
+    for path in (("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
+                 ("eval", "bootstrap_resamples")):
         if _get(cfg, path) < 0:
             raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")
+    if cfg.rl.overlap_chunks < 1:
+        raise ConfigError(f"rl.overlap_chunks must be at least 1 (1 = no overlap), got {cfg.rl.overlap_chunks}")
     unknown_sets = [s for s in cfg.eval.heldout_sets if s not in ("tasks", "families")]
     if unknown_sets or not cfg.eval.heldout_sets:
         raise ConfigError(f"eval.heldout_sets={cfg.eval.heldout_sets}: name one or both of tasks (unseen tasks of "
@@ -456,7 +465,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")
     for name in ("curriculum_start_p", "curriculum_end_p", "curriculum_trigger", "heldout_fraction",
-                 "timing_trim"):
+                 "timing_trim", "refine_discount"):
         path = _leaf_paths()[name]
         v = _get(cfg, path)
         if not 0.0 <= v <= 1.0:
