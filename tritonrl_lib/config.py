@@ -70,6 +70,9 @@ class SFTConfig:
     warmup_ratio: float = 0.03
     torch_compile: bool = False  # compile the decoder layers (measure first: benchmarks/sft_throughput.py)
     fused_kernels: bool = False  # Triton RMSNorm + SwiGLU kernels (CUDA)
+    eval_fraction: float = 0.0  # a held-out slice of the SFT examples whose loss is logged beside the training loss
+    eval_steps: int = 0  # evaluate that slice every this many optimizer steps (0: ten times over the run)
+    time_budget_s: float = 0.0  # stop training (and save the adapter) once this much training time is spent; 0 = none
 
 
 @dataclass
@@ -452,7 +455,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
     for path in (("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
-                 ("eval", "bootstrap_resamples")):
+                 ("sft", "eval_steps"), ("eval", "bootstrap_resamples")):
         if _get(cfg, path) < 0:
             raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")
     if cfg.rl.overlap_chunks < 1:
@@ -461,11 +464,13 @@ def validate(cfg: RunConfig) -> None:
     if unknown_sets or not cfg.eval.heldout_sets:
         raise ConfigError(f"eval.heldout_sets={cfg.eval.heldout_sets}: name one or both of tasks (unseen tasks of "
                           "trained families) and families (unseen families)")
+    if cfg.sft.time_budget_s < 0:
+        raise ConfigError(f"sft.time_budget_s={cfg.sft.time_budget_s} must be 0 (none) or more")
     if cfg.rl.top_k > cfg.rl.n_samples:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")
     for name in ("curriculum_start_p", "curriculum_end_p", "curriculum_trigger", "heldout_fraction",
-                 "timing_trim", "refine_discount"):
+                 "timing_trim", "eval_fraction", "refine_discount"):
         path = _leaf_paths()[name]
         v = _get(cfg, path)
         if not 0.0 <= v <= 1.0:
