@@ -51,6 +51,14 @@ def data_pool_workers(cfg: RunConfig) -> int | None:
     return max(2, (os.cpu_count() or 2) - 2)
 
 
+def data_verify_config(cfg: RunConfig):
+    """The verifier settings of the corpus: the run's, without the workers' reference cache. Every
+    generated example is a task of its own, so a kept reference is never used again; and a worker
+    keeping hundreds of them ran out of the descriptors `select()` can watch (measured: 118 of 424
+    candidates lost as `internal_error: filedescriptor out of range in select()`, 0 without)."""
+    return dataclasses.replace(cfg.verify, reference_cache_mb=0)
+
+
 def tasks_digest(tasks: list[Task]) -> str:
     """Which tasks (and families) the suite holds: the split, and so the data, depend on it."""
     h = hashlib.sha256()
@@ -157,7 +165,7 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
     if own_pool and (cfg.data.n_sft_examples > 0 or (kb is not None and kb_verify)):
         from ..verify import VerifierPool
 
-        pool = VerifierPool(cfg.verify, cache=True, progress=False, device=cfg.data.data_verify_device,
+        pool = VerifierPool(data_verify_config(cfg), cache=True, progress=False, device=cfg.data.data_verify_device,
                             workers=data_pool_workers(cfg))
     try:
         examples, gstats = generate_sft_examples(split.train_families, cfg.data.n_sft_examples, cfg.seed,
