@@ -3,10 +3,13 @@ from real verdict objects (metrics.py, evaluate.difference)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tritonrl_lib import metrics as M
-from tritonrl_lib.evaluate import EvalSampling, build_record, compare_stages, difference
+from tritonrl_lib.evaluate import (EvalSampling, attach_comparison, build_record, compare_stages, difference,
+                                   read_record, write_record)
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.verdict import Verdict
 
@@ -63,3 +66,15 @@ def test_no_common_tasks_no_difference():
     a = record("rl", {"x": 1}, {"x": "tasks"})["detailed_results"]
     b = record("sft", {"y": 1}, {"y": "tasks"})["detailed_results"]
     assert M.paired_difference(a, b) is None
+
+
+def test_the_comparison_is_written_into_the_rl_record_and_beside_it(tmp_path):
+    sft = record("sft", {tid: 1 for tid in IDS}, SETS)
+    rl = record("rl", {tid: 2 for tid in IDS}, SETS)
+    files = {stage: write_record(tmp_path / f"eval_{stage}.json", rec) for stage, rec in (("sft", sft), ("rl", rl))}
+    out = attach_comparison({"sft": (sft, files["sft"]), "rl": (rl, files["rl"])}, tmp_path / "comparison.json")
+    on_disk = read_record(files["rl"])
+    assert on_disk["vs_sft"] == out["rl"] and on_disk["vs_sft"]["all"]["correct_rate"]["difference"] == 25.0
+    assert "vs_sft" not in read_record(files["sft"])
+    saved = json.loads((tmp_path / "comparison.json").read_text())
+    assert saved["baseline"] == "sft" and set(saved["stages"]) == {"rl"}

@@ -514,14 +514,8 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, stages: Sequence
                                           force=force, progress=progress, log=log))
     finally:
         lazy.close()
-    comparison = compare_stages({s.stage: s.record for s in results if s.record is not None}, "sft",
-                                cfg.eval.bootstrap_resamples)
-    for s in results:
-        if s.stage in comparison and s.record is not None and s.path is not None:
-            s.record["vs_sft"] = comparison[s.stage]
-            write_record(s.path, s.record)
-    if comparison:
-        write_record(paths.eval_comparison, {"baseline": "sft", "stages": comparison})
+    attach_comparison({s.stage: (s.record, s.path) for s in results if s.record is not None and s.path is not None},
+                      paths.eval_comparison, cfg.eval.bootstrap_resamples)
     return EvalRunResult(results)
 
 
@@ -554,6 +548,20 @@ def compare_stages(records: dict[str, dict[str, Any]], baseline: str = "sft",
         return {}
     return {stage: difference(rec, records[baseline], resamples) for stage, rec in records.items()
             if stage not in (baseline, "base")}
+
+
+def attach_comparison(records: dict[str, tuple[dict[str, Any], Path]], comparison_path: Path,
+                      resamples: int = 2000, baseline: str = "sft") -> dict[str, dict[str, Any]]:
+    """Each stage minus the baseline (compare_stages) written into that stage's record file as
+    `vs_<baseline>` and, all together, to `comparison_path`; records: stage -> (record, its file)."""
+    comparison = compare_stages({stage: rec for stage, (rec, _) in records.items()}, baseline, resamples)
+    for stage, diff in comparison.items():
+        rec, path = records[stage]
+        rec[f"vs_{baseline}"] = diff
+        write_record(path, rec)
+    if comparison:
+        write_record(comparison_path, {"baseline": baseline, "stages": comparison})
+    return comparison
 
 
 # --------------------------------------------------------------------------- reading results
