@@ -4,7 +4,7 @@ the same SFT adapter, and the evaluation of SFT and both RL adapters on both hel
     python benchmarks/gpu_rl_session.py RESULTS [--export $OUT] [-p key=value ...]    # GPU, gpu profile
     python benchmarks/gpu_rl_session.py /tmp/s --profile smoke                          # CPU: every path
 
-Run it again and again (each device call: `timeout -s INT 560 python benchmarks/gpu_rl_session.py
+Run it again and again (each device call: `timeout -s INT 540 python benchmarks/gpu_rl_session.py
 RESULTS --export $OUT`): every stage resumes where the last call stopped, or is skipped when it is
 done with the same settings (the library's own resume rules: the data stage's split.json, SFT's
 trainer checkpoints and marker, RL's rounds and GRPO's trainer checkpoints, evaluation records

@@ -93,8 +93,8 @@ class GRPOPieces:
         self.history: list[dict[str, Any]] = []
         self.__name__ = "verifier_reward"
 
-    def close(self) -> None:
-        self.ahead.close()
+    def close(self, drop_queued: bool = False) -> None:
+        self.ahead.close(drop_queued=drop_queued)
         self.sampler.release()
 
     def _prompt(self, task: Task) -> list[int]:
@@ -272,8 +272,12 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
                 "stage": "rl", "method": METHOD, "steps": steps, "final": True,
                 "fingerprint_start": run.fingerprint["start"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
             del trainer
-        finally:
+        except BaseException:
+            pieces.close(drop_queued=True)  # an interrupt: no verifying of batches nobody will read
+            raise
+        else:
             pieces.close()
+        finally:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     result = run.result("resumed" if resume else "trained", steps, pieces.history)

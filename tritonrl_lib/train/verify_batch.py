@@ -109,11 +109,14 @@ class VerifyAhead:
         return self._exec.submit(verify_unique, self.pool, list(tasks), list(texts), config=self.config, desc=desc,
                                  progress=False)
 
-    def close(self) -> None:
-        self._exec.shutdown(wait=True)
+    def close(self, drop_queued: bool = False) -> None:
+        """Stop the thread after the batch it is verifying; the batches queued behind it too, or
+        (`drop_queued`, after an error or an interrupt) not. The running batch is always waited
+        for: closing the pool under a running `map` would leave it starting workers."""
+        self._exec.shutdown(wait=True, cancel_futures=drop_queued)
 
     def __enter__(self) -> "VerifyAhead":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(drop_queued=exc_type is not None)
