@@ -31,9 +31,11 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
-## make lab: JupyterLab on the notebooks
+## make lab: JupyterLab on the notebooks (as root too: containers and cloud notebooks often run as root,
+## and JupyterLab refuses root without --allow-root). LAB_ARGS: more options, e.g. LAB_ARGS="--no-browser --port 8899"
+LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) notebooks/
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,5 +1,5 @@
-"""How long the worker's tolerance comparison (judge.compare) takes for one large output, by the
-number of elements compared at a time (judge._CHUNK) and comparison threads. Prints a table.
+"""How long the worker's tolerance comparison (compare.compare) takes for one large output, by the
+number of elements compared at a time (compare._CHUNK) and comparison threads. Prints a table.
 
     .venv/bin/python benchmarks/compare_chunks.py [--n 8388608]
 """
@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-import tritonrl_lib.verify.judge as judge
+import tritonrl_lib.verify.compare as compare
 
 
 def best_of(fn, repeats: int = 5) -> float:
@@ -36,8 +36,8 @@ def main() -> None:
         raw_ref, raw_cand = ref.tobytes(), cand.tobytes()
         for chunk in (1 << 22, 1 << 20, 1 << 18, 1 << 16):
             for threads in (1, 2, 4):
-                judge._CHUNK, judge.COMPARE_THREADS, judge._POOL = chunk, threads, None
-                s = best_of(lambda: judge.compare(meta, raw_ref, meta, raw_cand, 1e-2, 1e-2))
+                compare._CHUNK, compare.COMPARE_THREADS, compare._POOL = chunk, threads, None
+                s = best_of(lambda: compare.compare(meta, raw_ref, meta, raw_cand, 1e-2, 1e-2))
                 print(f"| {dtype} | 2^{chunk.bit_length() - 1} | {threads} | {s * 1000:.1f} |", flush=True)
 
 

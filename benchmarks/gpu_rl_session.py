@@ -140,7 +140,7 @@ class Session:
                     self.say(f"eval {stage}: no finished adapter at {folder}; skipped")
                     continue
                 spec = self.base_cfg.model.model if folder is None else str(folder)
-                ev = evaluate_model(self.base_cfg, spec, tasks, stage=stage, adapter=folder,
+                ev = evaluate_model(self.base_cfg, spec, tasks, model_stage=stage, adapter=folder,
                                     out=out_dir / f"eval_{stage}.json", pool=pool, task_source="heldout",
                                     progress=False, log=self.say)
                 records[stage] = ev.record

@@ -77,7 +77,7 @@ print(t1 - t0, t2 - t1, t3 - t2, t4 - t3)
 
 
 def spare_warm_seconds() -> dict:
-    """What a spare child's warm-up (stages.warm_child) spends on each step, in a fresh process."""
+    """What a spare child's warm-up (child.warm_child) spends on each step, in a fresh process."""
     out = subprocess.run([sys.executable, "-c", WARM], capture_output=True, text=True).stdout.split()
     keys = ("import_torch_s", "cuda_context_s", "cublas_first_matmul_s", "cudnn_first_conv_s")
     return {k: round(float(v), 4) for k, v in zip(keys, out)}

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         evals = {}
         for stage, folder in [("sft", base_paths.sft_checkpoint)] + [
                 (f"rl_{m}", Path(r["adapter"])) for m, r in methods.items()]:
-            ev = evaluate_model(base_cfg, str(folder), tasks, stage=stage, adapter=folder,
+            ev = evaluate_model(base_cfg, str(folder), tasks, model_stage=stage, adapter=folder,
                                 out=out / f"eval_{stage}.json", pool=pool, force=True, log=say)
             evals[stage] = ev.record
     result["wall_s"] = round(time.perf_counter() - t_all, 1)

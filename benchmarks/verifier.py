@@ -138,7 +138,7 @@ def tree_cpu_seconds(pids: list[int]) -> float:
 
 def _pool_processes(pool) -> list[int]:
     """The pool's workers and whatever lives under them now (a spare child waiting for its job)."""
-    from tritonrl_lib.verify.sandbox import descendants, proc_table
+    from tritonrl_lib.verify.processes import descendants, proc_table
 
     workers = [w.proc.pid for w in pool._slots if w is not None]
     table = proc_table()

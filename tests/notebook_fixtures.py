@@ -35,3 +35,25 @@ def two_stage_pipeline(directory: Path, fail_second: bool = False) -> list[Path]
         body.append("raise ValueError('stage two broke on purpose')")
     second = write_notebook(directory / "02_read.ipynb", ["outputs_dir = None"], body)
     return [first, second]
+
+
+def three_step_pipeline(directory: Path) -> list[Path]:
+    """Notebooks named like the real 01 -> 03, each writing where its real namesake does (RunPaths),
+    in seconds: 01 the SFT data, 02 an "adapter" made from it, 03 an "RL adapter" made from that.
+    02 prints a resume line and draws a text progress bar, as the real one does."""
+    first = write_notebook(directory / "01_data.ipynb", ["n_sft_examples = None", "outputs_dir = None"], [
+        "paths.sft_train.write_text('{\"id\": \"a\"}\\n' * cfg.data.n_sft_examples)"])
+    second = write_notebook(directory / "02_sft.ipynb", ["learning_rate = None", "outputs_dir = None"], [
+        "import sys, time\n"
+        "from tqdm.auto import tqdm\n"
+        "print('SFT: resuming from checkpoint-1 (step 1)')\n"
+        "for _ in tqdm(range(3), desc='train', file=sys.stderr, mininterval=0):\n"
+        "    time.sleep(0.05)\n"
+        "paths.sft_checkpoint.mkdir(parents=True, exist_ok=True)\n"
+        "n = len(paths.sft_train.read_text().splitlines())\n"
+        "(paths.sft_checkpoint / 'adapter.txt').write_text(f'sft lr={cfg.sft.learning_rate} on {n}')"])
+    third = write_notebook(directory / "03_rl.ipynb", ["n_samples = None", "outputs_dir = None"], [
+        "paths.rl_checkpoint.mkdir(parents=True, exist_ok=True)\n"
+        "sft = (paths.sft_checkpoint / 'adapter.txt').read_text().split(' on ')[0]\n"
+        "(paths.rl_checkpoint / 'adapter.txt').write_text(f'rl n_samples={cfg.rl.n_samples} on {sft}')"])
+    return [first, second, third]

@@ -64,7 +64,8 @@ def test_smoke_run_writes_well_formed_data_then_skips_when_current(run_dir, tmp_
 
     cells = json.loads(out.read_text())["cells"]
     text = json.dumps(cells)
-    assert "image/png" in text and "--- completion ---" in text and "generating SFT data" in text
+    assert "image/png" in text and "The target completion" in text and "generating SFT data" in text
+    assert "Warning" not in text and "IProgress" not in text  # no progress-bar or deprecation notices
 
     # same settings again: the notebook says so and does not regenerate
     before = paths.sft_train.stat().st_mtime_ns

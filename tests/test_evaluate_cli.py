@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tritonrl_lib.cli import main
-from tritonrl_lib.eval_command import slug
+from tritonrl_lib.eval_command import looks_like_folder, slug
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -39,6 +39,23 @@ def test_bad_model_path_and_bad_task_source(run_dir, capsys):
     assert "unknown task source" in capsys.readouterr().err
     assert main(args(run_dir, "--model", "tiny", "-p", "eval_kk=2")) == 2
     assert "eval_k" in capsys.readouterr().err  # the closest setting is named
+
+
+def test_a_folder_path_without_dot_slash_is_checked_at_once(run_dir, capsys, monkeypatch, tmp_path):
+    """`--model outputs/nosuch/checkpoints/sft` must not start generating and fail later."""
+    (tmp_path / "cwd" / "outputs").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "cwd")
+    for spec in ("outputs/nosuch/checkpoints/sft", "outputs/nosuch", "a/b/c"):
+        assert main(args(run_dir, "--model", spec, "--tasks", "builtin")) == 2
+        assert "no such folder" in capsys.readouterr().err
+    assert not looks_like_folder("Qwen/Qwen2.5-Coder-7B-Instruct") and not looks_like_folder("tiny")
+
+
+def test_compare_on_a_run_that_does_not_exist_leaves_no_folder(run_dir, capsys):
+    assert main(["eval", "--params", "smoke", "-p", f"outputs_dir={run_dir}", "--run", "nosuchrun", "--compare",
+                 "--quiet"]) == 2
+    assert "01_data" in capsys.readouterr().err  # held-out tasks need the run's split
+    assert not (run_dir / "nosuchrun").exists()
 
 
 def test_slug_is_a_file_name():

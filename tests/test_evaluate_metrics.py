@@ -76,7 +76,7 @@ def rows_from(samples: list[tuple[str, int, Verdict]]) -> list[dict]:
     for tid, level, v in samples:
         j = counter.get(tid, 0)
         counter[tid] = j + 1
-        out.append(M.sample_row(v, task_id=tid, level=level, sample=j, stage="sft"))
+        out.append(M.sample_row(v, task_id=tid, level=level, sample=j, model_stage="sft"))
     return out
 
 
@@ -177,7 +177,7 @@ def test_record_has_the_source_layout_and_is_json():
     completions = [["```python\na\n```", "b"], ["c", "d"]]
     verdicts = [verdict("full", True), verdict("none", reason="no_code"),
                 verdict("compile", reason="mismatch:seed"), verdict("timing", True, speedup=1.7)]
-    rec = build_record(stage="sft", model_path="outputs/x/checkpoints/sft", tasks=tasks, completions=completions,
+    rec = build_record(model_stage="sft", model_path="outputs/x/checkpoints/sft", tasks=tasks, completions=completions,
                        verdicts=verdicts, sampling=sampling(), task_source="heldout", device="cpu (2 cores)",
                        wall_s=12.345)
     rec = json.loads(json.dumps(rec))  # survives a strict JSON round trip
@@ -204,7 +204,7 @@ def test_record_has_the_source_layout_and_is_json():
 
 def test_record_rejects_mismatched_verdicts():
     with pytest.raises(ValueError, match="3 verdicts for 2 completions"):
-        build_record(stage="base", model_path="m", tasks=[task(1, 1)], completions=[["a", "b"]],
+        build_record(model_stage="base", model_path="m", tasks=[task(1, 1)], completions=[["a", "b"]],
                      verdicts=[verdict("none")] * 3, sampling=sampling(), task_source="builtin")
 
 
@@ -212,7 +212,7 @@ def test_records_round_trip_and_table(tmp_path):
     paths = RunPaths(tmp_path / "run")
     tasks = [task(1, 1)]
     for stage, v in (("rl", verdict("full", True)), ("base", verdict("none", reason="no_code"))):
-        rec = build_record(stage=stage, model_path=stage, tasks=tasks, completions=[["x"]], verdicts=[v],
+        rec = build_record(model_stage=stage, model_path=stage, tasks=tasks, completions=[["x"]], verdicts=[v],
                            sampling=sampling(1), task_source="builtin")
         write_record(paths.eval_file(stage), rec)
     paths.eval_file("sft").write_text("{ torn")  # a half-written record is ignored, not fatal

@@ -10,7 +10,7 @@ import pytest
 from tritonrl_lib import models
 from tritonrl_lib.config import load_config
 from tritonrl_lib.evaluate import (EvalError, MissingCheckpoint, eval_sampling, evaluate_run, load_eval_tasks,
-                                   score_completions, stage_model)
+                                   score_completions, model_of)
 from tritonrl_lib.prompts import format_completion
 from tritonrl_lib.tasks import load_tasks
 
@@ -36,9 +36,9 @@ def test_stages_are_evaluated_skipped_and_resumed(run_dir):
     del model
 
     result = evaluate_run(cfg, paths, progress=False, log=quiet)
-    status = {s.stage: s.status for s in result.stages}
+    status = {s.model_stage: s.status for s in result.evals}
     assert status == {"base": "evaluated", "sft": "evaluated", "rl": "skipped"}
-    rl = next(s for s in result.stages if s.stage == "rl")
+    rl = next(s for s in result.evals if s.model_stage == "rl")
     assert "03_rl" in rl.note and not paths.eval_file("rl").exists()
 
     base = json.loads(paths.eval_file("base").read_text())
@@ -55,19 +55,19 @@ def test_stages_are_evaluated_skipped_and_resumed(run_dir):
 
     # the same command again: nothing is regenerated
     again = evaluate_run(cfg, paths, progress=False, log=quiet)
-    assert {s.stage: s.status for s in again.stages} == {"base": "reused", "sft": "reused", "rl": "skipped"}
+    assert {s.model_stage: s.status for s in again.evals} == {"base": "reused", "sft": "reused", "rl": "skipped"}
 
     # greedy decoding with a fixed seed gives the same completions when forced to redo
-    forced = evaluate_run(cfg, paths, stages=["base"], force=True, progress=False, log=quiet)
-    assert forced.stages[0].status == "evaluated"
-    assert [r["completion"] for r in forced.stages[0].record["detailed_results"]] == \
+    forced = evaluate_run(cfg, paths, model_stages=["base"], force=True, progress=False, log=quiet)
+    assert forced.evals[0].status == "evaluated"
+    assert [r["completion"] for r in forced.evals[0].record["detailed_results"]] == \
         [r["completion"] for r in base["detailed_results"]]
 
     # other settings re-evaluate; k > 1 with greedy samples at a temperature, and the record says so
     cfg2 = smoke(run_dir, eval_k=2)
-    res2 = evaluate_run(cfg2, paths, stages=["base"], progress=False, log=quiet)
-    rec2 = res2.stages[0].record
-    assert res2.stages[0].status == "evaluated" and rec2["k"] == 2 and len(rec2["detailed_results"]) == 4
+    res2 = evaluate_run(cfg2, paths, model_stages=["base"], progress=False, log=quiet)
+    rec2 = res2.evals[0].record
+    assert res2.evals[0].status == "evaluated" and rec2["k"] == 2 and len(rec2["detailed_results"]) == 4
     assert rec2["sampling"]["temperature"] == cfg2.rl.temperature
     assert any("identical samples" in n for n in rec2["notes"])
     assert rec2["metrics"]["pass_at_k"] is not None
@@ -76,14 +76,14 @@ def test_stages_are_evaluated_skipped_and_resumed(run_dir):
 def test_missing_checkpoint_names_the_stage_to_run(run_dir):
     cfg = smoke(run_dir)
     with pytest.raises(MissingCheckpoint, match="02_sft"):
-        stage_model(cfg, cfg.paths, "sft")
+        model_of(cfg, cfg.paths, "sft")
     # a folder whose save never finished (no marker) is not a checkpoint
     folder = cfg.paths.checkpoint("rl")
     folder.mkdir(parents=True)
     (folder / "adapter_config.json").write_text("{}")
     with pytest.raises(MissingCheckpoint, match="03_rl"):
-        stage_model(cfg, cfg.paths, "rl")
-    assert stage_model(cfg, cfg.paths, "base") == ("tiny", None)
+        model_of(cfg, cfg.paths, "rl")
+    assert model_of(cfg, cfg.paths, "base") == ("tiny", None)
 
 
 def test_heldout_tasks_need_the_split_and_follow_it(run_dir):
@@ -144,7 +144,7 @@ def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
     again = format_completion(tasks[0].reference_solution, "The same kernel again.")
     completions = [[good, "I cannot help with that.", again],
                    [wrong, format_completion(tasks[1].reference_solution), wrong]]
-    rec = score_completions(cfg, tasks, completions, eval_sampling(cfg, k=3), stage="sft", model_path="fixture",
+    rec = score_completions(cfg, tasks, completions, eval_sampling(cfg, k=3), model_stage="sft", model_path="fixture",
                             progress=False)
     rows = rec["detailed_results"]
     assert [r["correct"] for r in rows] == [True, False, True, False, True, False]

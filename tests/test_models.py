@@ -69,9 +69,15 @@ def test_adapter_and_tokenizer_roundtrip(smoke, tmp_path):
     ids = tok(["def kernel(x):"], return_tensors="pt")
     model.eval()
     before = model(**ids).logits
-    ckpt = models.save_checkpoint(model, tok, tmp_path / "checkpoints" / "sft", base_model="tiny")
+    ckpt = models.save_checkpoint(model, tok, tmp_path / "checkpoints" / "sft", base_model="tiny",
+                                  extra={"stage": "sft"})
     assert models.checkpoint_complete(ckpt) and models.is_adapter_dir(ckpt)
     assert models.adapter_base(ckpt) == "tiny"
+    # the model card says what the adapter is, not "fine-tuned version of [None]" or a cache path
+    card = (ckpt / "README.md").read_text()
+    assert "tiny randomly initialised test model" in card and "supervised fine-tuning" in card
+    assert "[None]" not in card and ".cache" not in card and "More Information Needed" not in card
+    assert "base_model: Qwen/Qwen2.5-Coder-7B-Instruct" in models.model_card("Qwen/Qwen2.5-Coder-7B-Instruct", {})
 
     again, tok2 = models.load_policy(smoke, adapter=ckpt, trainable=False)
     after = again(**ids).logits

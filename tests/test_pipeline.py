@@ -8,16 +8,17 @@ import sys
 
 import pytest
 
-from notebook_fixtures import two_stage_pipeline, write_notebook
-from tritonrl_lib.config import ConfigError
+from notebook_fixtures import three_step_pipeline, two_stage_pipeline, write_notebook
+from tritonrl_lib.config import ConfigError, load_config
 from tritonrl_lib.pipeline import NotebookFailed, discover_notebooks, notebooks_dir, run_pipeline
 
 pytestmark = pytest.mark.timeout(300)
 
 
 def _run(nb_dir, out, **kw):
+    kw.setdefault("log", lambda s: None)
     return run_pipeline("smoke", run="t", overrides={"outputs_dir": str(out), **kw.pop("overrides", {})},
-                        directory=nb_dir, log=lambda s: None, **kw)
+                        directory=nb_dir, live=False, **kw)
 
 
 def test_discovers_numbered_notebooks_in_order(tmp_path):
@@ -30,7 +31,7 @@ def test_runs_in_order_passes_params_and_resumes(tmp_path, run_dir):
     nbs = tmp_path / "nbs"
     two_stage_pipeline(nbs)
     res = _run(nbs, run_dir, overrides={"n_samples": 7})
-    assert [s.status for s in res.stages] == ["ran", "ran"]
+    assert [s.status for s in res.steps] == ["ran", "ran"]
     data = res.config.paths.data_dir
     assert json.loads((data / "stage2.json").read_text()) == {"saw": 7}
     assert (res.config.paths.notebooks_dir / "02_read.ipynb").is_file()
@@ -39,12 +40,12 @@ def test_runs_in_order_passes_params_and_resumes(tmp_path, run_dir):
 
     # same command again: both complete, nothing re-runs
     res = _run(nbs, run_dir, overrides={"n_samples": 7})
-    assert [s.status for s in res.stages] == ["skipped", "skipped"]
+    assert [s.status for s in res.steps] == ["skipped", "skipped"]
     assert json.loads((data / "stage1.json").read_text())["count"] == 1
 
     # a changed parameter re-runs (its outputs would differ); --force re-runs regardless
     res = _run(nbs, run_dir, overrides={"n_samples": 8})
-    assert [s.status for s in res.stages] == ["ran", "ran"]
+    assert [s.status for s in res.steps] == ["ran", "ran"]
     assert json.loads((data / "stage2.json").read_text()) == {"saw": 8}
     res = _run(nbs, run_dir, overrides={"n_samples": 8}, force=True)
     assert json.loads((data / "stage1.json").read_text())["count"] == 3
@@ -54,17 +55,72 @@ def test_rerunning_one_stage_reruns_what_follows(tmp_path, run_dir):
     nbs = tmp_path / "nbs"
     two_stage_pipeline(nbs)
     _run(nbs, run_dir)
+    res = _run(nbs, run_dir, only=["02"], force=True)
+    assert [s.status for s in res.steps] == ["skipped", "ran"] and not res.stale  # --force: the selected only
     res = _run(nbs, run_dir, only=["01"], force=True)
-    assert [s.status for s in res.stages] == ["ran", "skipped"]  # 02 not selected
+    assert [s.status for s in res.steps] == ["ran", "skipped"]  # 02 not selected
+    assert [s.notebook for s in res.stale] == ["02_read"]  # and it is said to be stale
     res = _run(nbs, run_dir)
     # 01 is newer than 02's finished run, so 02 re-runs on what 01 now wrote; then both are complete
-    assert [s.status for s in res.stages] == ["skipped", "ran"]
-    assert [s.status for s in _run(nbs, run_dir).stages] == ["skipped", "skipped"]
+    assert [s.status for s in res.steps] == ["skipped", "ran"]
+    assert [s.status for s in _run(nbs, run_dir).steps] == ["skipped", "skipped"]
     # editing 01 invalidates it, and therefore 02 after it
     write_notebook(nbs / "01_write.ipynb", ["n_samples = None", "outputs_dir = None"],
                    ["(paths.data_dir / 'stage1.json').write_text('{\"n_samples\": 1, \"count\": 0}')"])
     res = _run(nbs, run_dir)
-    assert [s.status for s in res.stages] == ["ran", "ran"]
+    assert [s.status for s in res.steps] == ["ran", "ran"]
+
+
+def test_work_redone_outside_the_runner_is_noticed_and_followed(tmp_path, run_dir):
+    """The issue's sequence on notebooks named like the real ones: a step re-run by papermill with
+    other settings is run again by the next `tritonrl run`, and so is everything after it."""
+    import papermill
+
+    nbs = tmp_path / "nbs"
+    three_step_pipeline(nbs)
+    assert [s.status for s in _run(nbs, run_dir).steps] == ["ran", "ran", "ran"]
+    paths = load_config("smoke", overrides={"outputs_dir": str(run_dir), "run": "t"}).paths
+    rl_adapter = paths.rl_checkpoint / "adapter.txt"
+    assert rl_adapter.read_text() == "rl n_samples=2 on sft lr=0.0002"
+
+    # papermill notebooks/03_rl.ipynb ... -p n_samples 3: the RL adapter is replaced
+    papermill.execute_notebook(str(nbs / "03_rl.ipynb"), str(tmp_path / "03.out.ipynb"), kernel_name="python3",
+                               progress_bar=False, parameters={"run": "t", "outputs_dir": str(run_dir), "n_samples": 3})
+    assert rl_adapter.read_text() == "rl n_samples=3 on sft lr=0.0002"
+    lines: list[str] = []
+    res = _run(nbs, run_dir, log=lines.append)
+    assert [s.status for s in res.steps] == ["skipped", "skipped", "ran"]
+    assert "checkpoints/rl changed after it finished" in res.steps[2].why
+    assert rl_adapter.read_text() == "rl n_samples=2 on sft lr=0.0002"  # the run's own settings, again
+
+    # a setting 01 does not read: 01 stays, 02 and what follows run, each saying why
+    res = _run(nbs, run_dir, overrides={"learning_rate": 0.001}, log=lines.append)
+    assert [s.status for s in res.steps] == ["skipped", "ran", "ran"]
+    assert res.steps[1].why == res.steps[2].why == "settings changed: sft.learning_rate 0.0002 -> 0.001"
+    assert rl_adapter.read_text() == "rl n_samples=2 on sft lr=0.001"
+
+    # --only leaves a stale step alone, and says so
+    (paths.data_dir / "sft_train.jsonl").write_text('{"id": "edited"}\n')
+    lines.clear()
+    res = _run(nbs, run_dir, overrides={"learning_rate": 0.001}, only=["03"], log=lines.append)
+    assert [s.status for s in res.steps] == ["skipped", "skipped", "skipped"]  # 03's own inputs are as it read them
+    assert [s.notebook for s in res.stale] == ["01_data", "02_sft"]
+    assert any("02_sft: not selected, and STALE: data/sft_train.jsonl changed since it ran" in x for x in lines)
+
+
+def test_the_terminal_shows_what_a_running_notebook_prints_and_its_progress(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    three_step_pipeline(nbs)
+    lines: list[str] = []
+    _run(nbs, run_dir, log=lines.append)
+    text = "\n".join(lines)
+    # a printed line, indented under its step, between the step's own lines
+    start = text.index("[2/3] 02_sft: running (not run by `tritonrl run` yet)")
+    assert text.index("      SFT: resuming from checkpoint-1 (step 1)") > start
+    assert text.index("[2/3] 02_sft: done in") > text.index("SFT: resuming from checkpoint-1")
+    # the progress bar's final count (not its every redraw), and no warnings from the kernel
+    assert "      train: 3/3 (100%)" in text and text.count("train: 3/3") == 1
+    assert "Warning" not in text and "unknown parameter" not in text
 
 
 def test_failing_notebook_stops_shows_error_keeps_copy(tmp_path, run_dir):
@@ -121,10 +177,18 @@ def test_cli_run_reports_failure_and_exit_code(tmp_path, run_dir, monkeypatch):
     assert rc == 2
 
 
-def test_cli_entry_point_installed():
+def test_cli_entry_point_installed_and_config_list_describes_every_setting():
+    from tritonrl_lib.config import _leaf_paths
+    from tritonrl_lib.settings_doc import DESCRIPTIONS
+
     out = subprocess.run([sys.executable, "-m", "tritonrl_lib.cli", "config", "--params", "smoke", "--list"],
                          capture_output=True, text=True, check=True).stdout
-    assert "n_samples" in out and "rl.n_samples" in out
+    assert set(DESCRIPTIONS) == set(_leaf_paths())  # a new setting needs its line in settings_doc.py
+    lines = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith("(")}
+    assert len(lines) == len(_leaf_paths())
+    for name, path in _leaf_paths().items():
+        assert lines[".".join(path)].rstrip().endswith(DESCRIPTIONS[name]), name
+    assert "completions per task" in lines["rl.n_samples"]
 
 
 @pytest.mark.parametrize("notebook", sorted(p.name for p in discover_notebooks(notebooks_dir())))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 
@@ -12,7 +13,7 @@ from tritonrl_lib import charts as C
 from tritonrl_lib.config import load_config
 from tritonrl_lib.evaluate import EvalSampling, build_record, write_record
 from tritonrl_lib.models import MARKER
-from tritonrl_lib.report import PUBLISHED, build_report, parse_table, read_jsonl, timings_table
+from tritonrl_lib.report import PUBLISHED, build_report, parse_table, timings_table
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.reward import compute_reward
 from tritonrl_lib.verify.verdict import Verdict
@@ -29,7 +30,7 @@ TASKS = [Task(id=f"builtin/L{lvl}/op{i}", level=lvl, name=f"op{i}", source=f"# {
 
 def write_eval(paths, stage: str, verdicts: list[Verdict], k: int = 2) -> dict:
     completions = [[f"{stage} {t.id} {j}" for j in range(k)] for t in TASKS]
-    rec = build_record(stage=stage, model_path=f"checkpoints/{stage}", tasks=TASKS, completions=completions,
+    rec = build_record(model_stage=stage, model_path=f"checkpoints/{stage}", tasks=TASKS, completions=completions,
                        verdicts=verdicts, sampling=EvalSampling(k, 0.8, 0.95, 64, 8, 0), task_source="heldout",
                        device="1x NVIDIA H100 80GB HBM3", wall_s=30.0)
     write_record(paths.eval_file(stage), rec)
@@ -78,7 +79,7 @@ def test_full_report_has_every_section(cfg):
     assert report.html_path == paths.report_html
     # the metrics table, with numbers, one row per stage and level
     rows = parse_table(page, "metrics")
-    assert [(r["stage"], r["level"]) for r in rows] == [(s, l) for s in ("base", "sft", "rl") for l in ("all", "L1", "L2")]
+    assert [(r["model"], r["level"]) for r in rows] == [(s, l) for s in ("base", "sft", "rl") for l in ("all", "L1", "L2")]
     rl_all = rows[6]
     assert float(rl_all["correct %"]) == pytest.approx(66.67)  # 4 of 6
     assert float(rl_all["fast_1 %"]) == pytest.approx(50.0)  # 2.6, 1.1, 1.3
@@ -97,19 +98,19 @@ def test_full_report_has_every_section(cfg):
     assert len(others) == len(PUBLISHED) == 2
     tritonrl = next(r for r in others if r["model"].startswith("TritonRL"))
     assert (tritonrl["L1 correct %"], tritonrl["L2 correct %"]) == ("63.00", "7.00")
-    assert "other task set" in tritonrl["task_set"] and "quoted" in tritonrl["source"]
+    assert "other task set" in tritonrl["tasks"] and "arXiv" in tritonrl["source"]
     kernelllm = next(r for r in others if r["model"].startswith("KernelLLM"))
     assert kernelllm["L1 pass@1 %"] == "20.20" and kernelllm["L1 correct %"] == "n/a"
     assert "Not a like-for-like comparison" in page
     # cost: per notebook and a total with GPU-hours = 900 s x 1 GPU
     timing = parse_table(page, "timings")
-    assert timing[-1]["notebook"] == "total" and float(timing[-1]["gpu_hours"]) == pytest.approx(0.25)
+    assert timing[-1]["notebook"] == "total" and float(timing[-1]["GPU-hours"]) == pytest.approx(0.25)
     # failure reasons, best policy, headline
     assert any(r["reason"] == "no_code" for r in parse_table(page, "failures"))
-    assert "round-001" in page and "mean_reward = 0.500" in page
+    assert "round-001, mean reward 0.500" in page
     assert any(line.startswith("rl: correct 66.7%") for line in report.headline)
     assert "SFT loss 1.000 -> 0.200 over 5 logged steps." in report.headline
-    assert not report.missing
+    assert not report.missing and not report.stale and not report.no_chart
     assert "<script" not in page and "def " not in page  # no code in the page
     frames = report.frames()
     assert frames["metrics"].shape[0] == 9
@@ -120,12 +121,16 @@ def test_report_of_a_run_with_only_a_base_eval_says_what_is_missing(cfg):
     write_eval(paths, "base", [v("none", reason="no_code")] * 5 + [v("full", True)])
     report = build_report(cfg, paths)
     page = report.html_path.read_text()
-    assert [r["stage"] for r in parse_table(page, "metrics")] == ["base"] * 3
+    assert [r["model"] for r in parse_table(page, "metrics")] == ["base"] * 3
     text = "\n".join(report.missing)
-    assert "sft: no checkpoint" in text and "run 02_sft" in text
-    assert "rl: no checkpoint" in text and "run 03_rl" in text
-    assert "no log at" in text and "timing runs only on a GPU" in text
-    assert set(report.charts) == {"funnel", "failures"}  # nothing to draw the rest from
+    assert "sft: no trained model" in text and "run 02_sft" in text
+    assert "rl: no trained model" in text and "run 03_rl" in text
+    assert "no log at" in text
+    assert set(report.charts) == {"funnel"}  # nothing to draw the rest from, and the page says why
+    assert "timing runs only on a GPU" in report.no_chart["speedup"]
+    assert "one reason" in report.no_chart["failures"] and "no_code" in report.no_chart["failures"]
+    for name in ("sft_loss", "rl_curves", "curriculum", "speedup", "failures", "wall_clock"):
+        assert report.no_chart[name] in html.unescape(page.replace("<code>", "`").replace("</code>", "`"))
     assert "Not in this report yet" in page
     # the base sample was correct on a CPU: speed is n/a, not zero
     base = parse_table(page, "metrics")[0]
@@ -135,8 +140,12 @@ def test_report_of_a_run_with_only_a_base_eval_says_what_is_missing(cfg):
 def test_a_run_with_nothing_correct_says_so_instead_of_blaming_the_device(cfg):
     paths = cfg.paths.ensure()
     write_eval(paths, "base", [v("none", reason="no_code")] * 6)
-    text = "\n".join(build_report(cfg, paths).missing)
-    assert "no sample was correct" in text and "only on a GPU" not in text
+    report = build_report(cfg, paths)
+    why = report.no_chart["speedup"]
+    assert "no sample was correct" in why and "only on a GPU" not in why
+    # all bars zero: no funnel drawn as if it were data, a sentence instead
+    assert "funnel" not in report.charts and "every bar" in report.no_chart["funnel"]
+    assert not paths.chart("report_funnel").exists()
 
 
 def test_report_with_a_trained_but_unevaluated_stage_points_at_04_eval(cfg):
@@ -146,7 +155,7 @@ def test_report_with_a_trained_but_unevaluated_stage_points_at_04_eval(cfg):
     (sft / "adapter_config.json").write_text("{}")
     (sft / MARKER).write_text(json.dumps({"base_model": "tiny"}))
     report = build_report(cfg, paths)
-    assert any(m.startswith("sft: no eval record") and "04_eval" in m for m in report.missing)
+    assert any(m.startswith("sft: no evaluation") and "04_eval" in m for m in report.missing)
 
 
 def test_empty_run_still_renders(cfg):
@@ -154,13 +163,6 @@ def test_empty_run_still_renders(cfg):
     page = report.html_path.read_text()
     assert "No results yet" in page and report.charts == {}
     assert parse_table(page, "metrics") == []
-
-
-def test_read_jsonl_skips_torn_and_blank_lines(tmp_path):
-    p = tmp_path / "log.jsonl"
-    p.write_text('{"a": 1}\n\n[1, 2]\n{"a": 2}\n{"a": ')
-    assert read_jsonl(p) == [{"a": 1}, {"a": 2}]
-    assert read_jsonl(tmp_path / "missing.jsonl") == []
 
 
 def test_gpu_hours_scale_with_gpu_count():
@@ -171,8 +173,14 @@ def test_gpu_hours_scale_with_gpu_count():
 
 
 def test_charts_skip_what_has_no_data():
-    assert C.sft_loss_chart([]) is None and C.rl_chart([]) is None and C.curriculum_chart([]) is None
-    assert C.timing_chart({}) is None
-    cpu = build_record(stage="base", model_path="m", tasks=TASKS[:1], completions=[["x"]], verdicts=[v("full", True)],
+    for chart in (C.sft_loss_chart([]), C.rl_chart([]), C.curriculum_chart([]), C.timing_chart({}),
+                  C.funnel_chart({}), C.difficulty_chart({1: 0, 2: 0, 3: 0})):
+        assert isinstance(chart, C.NoChart) and chart.reason
+    cpu = build_record(model_stage="base", model_path="m", tasks=TASKS[:1], completions=[["x"]], verdicts=[v("full", True)],
                        sampling=EvalSampling(1, 0.0, 1.0, 8, 1, 0), task_source="builtin")
-    assert C.speedup_chart({"base": cpu}) is None  # correct but untimed
+    assert "only on a GPU" in C.speedup_chart({"base": cpu}).reason  # correct but untimed
+    # one point is not a curve
+    one = C.rl_chart([{"method": "best_of_n", "round": 0, "mean_reward": 0.0, "correct_rate": 0.0}])
+    assert isinstance(one, C.NoChart) and "one best-of-N round" in one.reason
+    assert isinstance(C.sft_loss_chart([{"step": 1, "loss": 2.0}]), C.NoChart)
+    assert isinstance(C.sft_loss_chart([{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.0}]), C.Figure)

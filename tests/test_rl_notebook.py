@@ -40,7 +40,7 @@ def test_notebook_runs_both_methods(tmp_path, method):
     papermill.execute_notebook(str(NOTEBOOK), str(executed), cwd=str(REPO), kernel_name="python3",
                                progress_bar=False, parameters={
                                    "profile": "smoke", "run": method, "method": method, "n_samples": 2,
-                                   "outputs_dir": str(out_dir)})
+                                   "rounds": 2, "outputs_dir": str(out_dir)})
     paths = cfg.paths
     assert models.checkpoint_complete(paths.rl_checkpoint)
     marker = json.loads((paths.rl_checkpoint / models.MARKER).read_text())
@@ -48,6 +48,9 @@ def test_notebook_runs_both_methods(tmp_path, method):
     log = [json.loads(x) for x in paths.rl_log.read_text().splitlines()]
     assert log and all(r["method"] == method for r in log)
     assert paths.curriculum_log.is_file() and paths.rl_best.is_file()
-    assert paths.chart("rl_curves").is_file()
-    text = "".join(o.get("text", "") for c in nbformat.read(str(executed), 4).cells for o in c.get("outputs", []))
+    assert paths.chart("rl_curves").is_file()  # two rounds / steps: a curve, shown inline and saved
+    outputs = [o for c in nbformat.read(str(executed), 4).cells for o in c.get("outputs", [])]
+    text = "".join(o.get("text", "") for o in outputs)
     assert f"RL {method}" in text and "verif/min" in text
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # inline, not only on disk
+    assert "Warning" not in text and "IProgress" not in text

@@ -50,6 +50,7 @@ def test_notebook_trains_plots_and_says_where_the_checkpoint_is(run_dir, tmp_pat
     assert cfg.paths.chart("sft_loss").stat().st_size > 1000
     text = json.dumps(json.loads(out.read_text())["cells"])
     assert f"SFT adapter: {ckpt}" in text and "image/png" in text
+    assert "Warning" not in text and "IProgress" not in text  # no progress-bar or deprecation notices
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ below goes through a real pool; the expected verdicts are what a GPU gives (chec
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -21,8 +20,9 @@ import pytest
 
 from tritonrl_lib.config import VerifyConfig, gpu_available
 from tritonrl_lib.tasks.task import Task
-from tritonrl_lib.verify.compile_check import resolve_mode
 from tritonrl_lib.verify.pool import VerifierPool
+from tritonrl_lib.verify.settings import JobSettings
+from tritonrl_lib.verify.settings import resolve_compile_check as resolve_mode
 
 CASES = Path(__file__).parent / "verifier_cases"
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,7 +144,7 @@ def test_full_mode_also_checks_shared_memory():
 
 
 def test_modes_resolve_per_device():
-    assert resolve_mode("auto", "cpu") == "frontend" and resolve_mode(None, "cpu") == "frontend"
+    assert resolve_mode("auto", "cpu") == "frontend"
     assert resolve_mode("full", "cpu") == "full" and resolve_mode("OFF", "cpu") == "off"
     assert all(resolve_mode(m, "cuda") == "off" for m in ("auto", "frontend", "full", "off"))
     with pytest.raises(ValueError, match="compile_check must be one of"):
@@ -165,8 +165,8 @@ def test_a_plain_python_call_found_while_hashing_the_kernel_is_a_compile_error(t
     script = tmp_path / "hashing.py"  # a file: triton.jit reads the kernel's source
     script.write_text(textwrap.dedent("""
         import triton, triton.language as tl
-        from tritonrl_lib.verify.compile_check import compile_failure_kind
-        from tritonrl_lib.verify.stages import classify
+        from tritonrl_lib.verify.compile_errors import compile_failure_kind
+        from tritonrl_lib.verify.child_context import classify
 
         def positive_part(x):
             return tl.maximum(x, 0.0)
@@ -189,16 +189,16 @@ def test_a_worker_holds_an_uninterpreted_copy_of_triton():
     got = json.loads(_run_python("""
         import json, os, sys
         os.environ["TRITON_INTERPRET"] = "1"
-        from tritonrl_lib.verify.sandbox import _worker_imports
-        from tritonrl_lib.verify import compile_check
+        from tritonrl_lib.verify.worker import _worker_imports
+        from tritonrl_lib.verify import compiler_copy
         _worker_imports("cpu")
         import triton, triton.language as tl
         before = type(tl.sum).__name__
-        with compile_check.compiler_triton():
+        with compiler_copy.compiler_triton():
             import triton.language as ctl
             inside = (type(ctl.sum).__name__, os.environ["TRITON_INTERPRET"], ctl is not tl)
         import triton.language as after
-        print(json.dumps({"available": compile_check.compiler_available()[0], "before": before,
+        print(json.dumps({"available": compiler_copy.compiler_available()[0], "before": before,
                           "inside": inside, "restored": after is tl and os.environ["TRITON_INTERPRET"] == "1"}))
     """))
     assert got["available"] and got["before"] == "InterpretedFunction"
@@ -228,8 +228,8 @@ def test_interpreter_errors_for_compiler_rules_are_compile_errors(tmp_path):
     '''))
     got = json.loads(_run_python(f"""
         import json, torch
-        from tritonrl_lib.verify.compile_check import compile_failure_kind, interpreter_only, mark_compiled
-        from tritonrl_lib.verify.stages import classify
+        from tritonrl_lib.verify.compile_errors import compile_failure_kind, interpreter_only, mark_compiled
+        from tritonrl_lib.verify.child_context import classify
         from tritonrl_lib.verify.variations import load_module_file
         m = load_module_file({str(path)!r}, "kernels")
         out = {{}}
@@ -273,7 +273,7 @@ def test_the_gpu_side_classifies_the_compilers_own_errors(tmp_path):
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource, make_backend
         from triton.runtime.jit import create_function_from_signature
-        from tritonrl_lib.verify.stages import classify
+        from tritonrl_lib.verify.child_context import classify
         sys.path.insert(0, {str(tmp_path)!r})
         import kernels
         target = GPUTarget("cuda", 90, 32)
@@ -310,9 +310,9 @@ def test_a_compile_error_in_the_full_stage_fails_compile():
 
     from tritonrl_lib.verify.judge import Judge
     from tritonrl_lib.verify.sandbox import SandboxOutcome
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
-    settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": False}
+    settings = JobSettings.for_device(VerifyConfig(), "cpu").to_json()
     judge = Judge({"task_id": "t", "settings": settings, "policy": "strict"})
 
     def send(header, tensors=()):

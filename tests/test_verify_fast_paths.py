@@ -18,13 +18,17 @@ import pytest
 import torch
 
 from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify import sandbox, shared_blobs
+from tritonrl_lib.verify import processes, shared_blobs
 from tritonrl_lib.verify.gpu_lock import GpuLock
-from tritonrl_lib.verify.judge import memory_share_bytes
+from tritonrl_lib.verify.limits import Limits, memory_share_bytes
 from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.reference_cache import ReferenceCache
-from tritonrl_lib.verify.sandbox import Limits, kill_tree, proc_table, proc_table_entry, run_sandboxed
-from tritonrl_lib.verify.stages import Child, blanks_for, encode_outputs, release_blanks
+from tritonrl_lib.verify.processes import kill_tree, proc_table, proc_table_entry
+from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.settings import JobSettings
+from tritonrl_lib.verify.child_context import Child
+from tritonrl_lib.verify.encoding import blanks_for, encode_outputs, release_blanks
+from tritonrl_lib.verify.reference_phase import ReferencePhase
 
 from test_verify_pool import candidate, task
 
@@ -70,8 +74,8 @@ def test_a_tree_killed_without_waiting_never_acts_again(tmp_path):
     time.sleep(0.3)
     assert log.stat().st_size == size  # nothing of the tree wrote after the call returned
     assert _wait_gone(tree)
-    sandbox.reap_children()
-    assert not sandbox.dying()  # gone: no longer kept apart
+    processes.reap_children()
+    assert not processes.dying()  # gone: no longer kept apart
 
 
 def _final_after_sleeping_child(spawn: bool):
@@ -92,7 +96,7 @@ def test_the_last_message_ends_the_child_at_once(tmp_path, spawn):
     assert time.monotonic() - t0 < 5  # not the child's 60 s
     assert out.kill_reason is None and out.leftover_processes == (1 if spawn else 0)
     me = os.getpid()
-    assert _wait_gone([p.pid for p in sandbox.descendants(me, proc_table())])
+    assert _wait_gone([p.pid for p in processes.descendants(me, proc_table())])
 
 
 def test_processes_still_exiting_are_not_the_next_candidates(tmp_path):
@@ -106,7 +110,7 @@ def test_processes_still_exiting_are_not_the_next_candidates(tmp_path):
         os._exit(0)
     try:
         info = proc_table_entry(pid)
-        sandbox._DYING.add((pid, info.start))  # as kill_tree(wait=False) leaves it
+        processes._DYING.add((pid, info.start))  # as kill_tree(wait=False) leaves it
         (tmp_path / "w").mkdir()
 
         def counts(ch):
@@ -120,7 +124,7 @@ def test_processes_still_exiting_are_not_the_next_candidates(tmp_path):
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-        sandbox._DYING.discard((pid, info.start))
+        processes._DYING.discard((pid, info.start))
 
 
 # --------------------------------------------------------------------------- the reference cache
@@ -195,39 +199,20 @@ def test_outputs_sealed_into_memfds_made_ahead_are_the_same_bytes():
 # --------------------------------------------------------------------------- the GPU lock
 
 
-def test_drawing_inputs_gives_the_gpu_lock_up(tmp_path, monkeypatch):
-    """A timer must not wait while a sharer draws inputs on the CPU: inside get_inputs another
-    holder can take the lock alone; before and after, it cannot."""
-    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **k: None)  # nothing on a GPU to wait for
-    path = str(tmp_path / "gpu.lock")
-    seen = []
-
-    def can_take_alone() -> bool:
-        fd = os.open(path, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
+def test_inputs_are_drawn_on_the_device_and_the_same_every_time():
+    """A KernelBench task's torch.rand draws straight on the device (here the meta device stands in for the
+    GPU), under the set's seed, so every draw of a set gives the same values and no host copy is made."""
+    from tritonrl_lib.verify.input_sets import drawer
 
     def get_inputs():
-        seen.append(can_take_alone())
-        return [torch.ones(4)]
+        return [torch.rand(4, 8), torch.randint(0, 5, (3,))]
 
-    child = Child({"settings": {}, "device": "cpu", "task_source": ""}, ch=None)
-    child.gpu_lock = GpuLock(path)
-    with child.gpu_lock.shared():
-        assert not can_take_alone()
-        inputs = child.make_inputs(types.SimpleNamespace(get_inputs=get_inputs), seed=1)
-        assert child.gpu_lock.held == "shared" and not can_take_alone()
-    assert seen == [True] and torch.equal(inputs[0], torch.ones(4))
-    child.gpu_lock.close()
-
-
-# --------------------------------------------------------------------------- the trace
-
+    on_meta = drawer(get_inputs, seed=7, device="meta")()
+    assert all(t.device.type == "meta" for t in on_meta) and on_meta[0].shape == (4, 8)
+    make = drawer(get_inputs, seed=7, device="cpu")
+    a, b = make(), make()
+    assert all(torch.equal(x, y) for x, y in zip(a, b)) and a[0] is not b[0]
+    assert not torch.equal(drawer(get_inputs, seed=8, device="cpu")()[0], a[0])
 
 def test_a_traced_verdict_says_when_each_point_was_reached(monkeypatch):
     monkeypatch.setenv("TRITONRL_TRACE", "1")

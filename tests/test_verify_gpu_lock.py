@@ -21,6 +21,19 @@ def _sharer(path, hold_s, log):
     time.sleep(hold_s)  # alive but not on the GPU: a timer need not wait for this
 
 
+def _killed_holder(path, log, flushed):
+    """A sharer that is killed while it holds the GPU. It says so (`flushed`) only once its message
+    has left for the queue's pipe: killed while its feeder thread still held the queue's write lock,
+    it would leave that lock taken, and the next process to put on the queue would hang at exit."""
+    lock = GpuLock(path)
+    with lock.shared():
+        log.put(("share", time.monotonic()))
+        log.close()
+        log.join_thread()
+        flushed.set()
+        time.sleep(60)
+
+
 def _timer_queued(path, timeout_s=10.0):
     """True once a timer holds the turnstile (it is waiting for the sharers)."""
     import fcntl
@@ -112,9 +125,10 @@ def test_a_killed_holder_releases_the_gpu(tmp_path):
     path = str(tmp_path / "gpu.lock")
     ctx = mp.get_context("fork")
     log = ctx.Queue()
-    holder = ctx.Process(target=_sharer, args=(path, 60, log))
+    flushed = ctx.Event()
+    holder = ctx.Process(target=_killed_holder, args=(path, log, flushed))
     holder.start()
-    assert log.get(timeout=10)[0] == "share"
+    assert log.get(timeout=10)[0] == "share" and flushed.wait(10)
     holder.kill()
     holder.join(10)
     timer = ctx.Process(target=_timer, args=(path, 0.1, log, "timer"))

@@ -8,10 +8,13 @@ import sys
 
 import pytest
 
+from tritonrl_lib.config import VerifyConfig
 from tritonrl_lib.verify import native_builds
 from tritonrl_lib.verify.judge import Judge
+from tritonrl_lib.verify.limits import Limits
 from tritonrl_lib.verify.native_builds import MAX_REQUESTS_PER_JOB, ChildBuildHook, NativeBuilder, validate_request
-from tritonrl_lib.verify.sandbox import Limits, run_sandboxed
+from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.settings import JobSettings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -157,7 +160,7 @@ def test_a_request_and_its_reply_cross_the_sandbox_channel(tmp_path):
 
 
 def test_the_judge_answers_build_requests_outside_the_verdict(tmp_path):
-    job = {"task_id": "t", "settings": {}, "policy": "strict"}
+    job = {"task_id": "t", "settings": JobSettings.for_device(VerifyConfig(), "cuda").to_json(), "policy": "strict"}
     builder = NativeBuilder(str(tmp_path / "native"))
     judge = Judge(job, builder)
     reply = judge.on_message(request(module_source(4)), [])

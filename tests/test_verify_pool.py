@@ -11,7 +11,7 @@ import pytest
 from tritonrl_lib.config import VerifyConfig, gpu_available
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.sandbox import descendants, proc_table
+from tritonrl_lib.verify.processes import descendants, proc_table
 
 CASES = Path(__file__).parent / "verifier_cases"
 
@@ -36,7 +36,7 @@ def pool():
 def assert_no_leftovers(pool: VerifierPool, within_s: float = 5.0) -> None:
     """Every worker is idle with no process under it but the spare children it reported (none unless
     verify.prestart_child is on): everything a candidate started was killed. A verdict does not wait
-    for its killed processes to finish exiting (sandbox.kill_tree), so they get `within_s` for that."""
+    for its killed processes to finish exiting (processes.kill_tree), so they get `within_s` for that."""
     deadline = time.monotonic() + within_s
     for w in pool._slots:
         if w is None or w.proc.poll() is not None:
@@ -59,10 +59,10 @@ def test_correct_solutions_pass(pool, name, level):
     assert v.correct, (v.reason, v.error)
     assert (v.stage, v.reason, v.reward, v.cheat_flags) == ("full", "ok", 0.7, [])
     names = [e["name"] for e in v.errors]
-    assert names[:3] == ["tiny", "original", "scaled"] and "seed" in names
+    assert names[:3] == ["tiny", "original", "range"] and {"seed", "offset", "dtype:float16"} <= set(names)
     assert all(e["ok"] for e in v.errors)
     assert "timing skipped: no GPU" in v.notes
-    assert any("dtype skipped" in n for n in v.notes)
+    assert any("float16 only on the CPU" in n for n in v.notes)  # the interpreter runs float16, not bfloat16
 
 
 def test_weights_come_from_the_reference(pool):
@@ -115,6 +115,41 @@ def test_fusion_policy_allows_the_conv_but_strict_does_not(pool):
     strict_rt = pool.verify(conv, candidate("conv_bias_relu_ok"), config=VerifyConfig(policy="strict", timeout_s=10),
                             static=False)
     assert strict_rt.reason.startswith("cheat:pytorch_compute:aten.convolution"), strict_rt.reason
+
+
+def test_policy_extra_ops_reach_both_the_static_check_and_the_runtime_census(pool):
+    """`verify.policy_extra_ops` lets fusion keep more ops in PyTorch, in the static check and in the
+    op census alike; without it the same candidate is rejected by both layers."""
+    relu2 = task("relu", 2)
+    # PyTorch's abs after the Triton ReLU: right, but compute the policy leaves to Triton
+    code = candidate("relu_ok").replace("return relu(x)", "return torch.abs(relu(x))")
+    cfg = VerifyConfig(timeout_s=10)
+    default = pool.verify(relu2, code, config=cfg)
+    assert not default.correct and "abs" in default.reason, default.reason
+    runtime_only = pool.verify(relu2, code, config=cfg, static=False)
+    assert not runtime_only.correct and "abs" in runtime_only.reason, runtime_only.reason
+    extra = VerifyConfig(timeout_s=10, policy_extra_ops=["abs"])
+    allowed = pool.verify(relu2, code, config=extra)
+    assert allowed.correct, (allowed.reason, allowed.error)
+    assert pool.verify(relu2, code, config=extra, static=False).correct
+
+
+def test_half_input_sets_ask_for_values_not_for_the_float32_kernels_dtype(pool):
+    """A float32 task's float16 input set: a kernel that keeps float32 outputs but reads its input
+    right passes, one that refuses half inputs passes with a note, one that misreads them fails."""
+    rows = task("row_sum")
+    misreads = candidate("peer_dtype_output_always_fp32")
+    reads_right = misreads.replace(".to(tl.pointer_type(tl.float32))", "")
+    assert reads_right != misreads
+    v = pool.verify(rows, reads_right)
+    assert v.correct, (v.reason, v.error)
+    refuses = reads_right.replace("x = x.contiguous()", "assert x.dtype == torch.float32, 'float32 only'\n"
+                                  "        x = x.contiguous()")
+    v = pool.verify(rows, refuses)
+    assert v.correct, (v.reason, v.error)
+    assert any("dtype:float16 skipped" in n and "float32 only" in n for n in v.notes), v.notes
+    v = pool.verify(rows, misreads)
+    assert not v.correct and v.reason.startswith("mismatch:dtype"), (v.reason, v.error)
 
 
 # --------------------------------------------------------------------------- hostile candidates
@@ -173,7 +208,14 @@ def test_one_pool_survives_every_hostile_candidate(pool):
     assert_no_leftovers(pool)
 
 
-# with the static check bypassed, the runtime layer must still catch these on its own
+# with the static check bypassed, the runtime layer must still catch these on its own: first the guard in the
+# candidate's process (guard.py) refuses what only an attack needs (here: new processes) ...
+GUARDED = {"adv_fork_flood": ("compile", "cheat:process", "process"),
+           "adv_fork_leftover": ("compile", "cheat:process", "process"),
+           "adv_memory_tree": ("compile", "cheat:process", "process"),
+           "adv_kill_worker": ("compile", "cheat:process", "process"),
+           "adv_patch_allclose": ("compile", "cheat:monkeypatch:torch.allclose", "monkeypatch:torch.allclose")}
+# ... and with the guard off too (TRITONRL_UNSAFE_NO_GUARD), the sandbox's own limits
 RUNTIME_ONLY = {
     "adv_pure_torch": ("compile", "cheat:no_triton_launch", "pytorch_compute:aten.relu.default"),
     "adv_try_except_fallback": ("compile", "cheat:no_triton_launch", "no_triton_launch"),
@@ -183,24 +225,35 @@ RUNTIME_ONLY = {
     "adv_memory_tree": ("compile", "memory_limit", None),
     "adv_kill_worker": ("static", "worker_lost", None),
     "adv_foreign_kernel": ("compile", "cheat:foreign_kernel:", "foreign_kernel:some_library.library_relu"),
-    "adv_patch_allclose": ("compile", "mismatch:tiny", None),
     "adv_patch_reference": ("compile", "mismatch:tiny", None),
     "adv_compute_in_grid": ("compile", "cheat:pytorch_compute:aten.relu.default", None),
 }
 
 
-def test_runtime_layer_catches_what_static_would(pool):
+def test_the_guard_catches_what_static_would(pool):
+    names = list(GUARDED)
+    verdicts = pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
+                        config=VerifyConfig(timeout_s=90, memory_limit_mb=1500))
+    for name, v in zip(names, verdicts):
+        _check(v, name, *GUARDED[name])
+    assert verdicts[-1].correct, verdicts[-1].error
+    assert_no_leftovers(pool)
+
+
+def test_the_sandbox_catches_what_static_and_the_guard_would(monkeypatch):
+    monkeypatch.setenv("TRITONRL_UNSAFE_NO_GUARD", "1")
     names = list(RUNTIME_ONLY)
     # nothing here hangs: a long timeout lets the memory tree grow past the limit even on a slow machine
     cfg = VerifyConfig(timeout_s=90, memory_limit_mb=1500)
-    verdicts = pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
-                        config=cfg)
-    for name, v in zip(names, verdicts):
-        _check(v, name, *RUNTIME_ONLY[name])
-        assert "static check skipped" in v.notes or v.reason == "worker_lost"
-    assert verdicts[-1].correct, verdicts[-1].error
-    assert pool.restarts >= 1  # the killed worker was replaced
-    assert_no_leftovers(pool)
+    with VerifierPool(workers=2, progress=False) as unguarded:
+        verdicts = unguarded.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
+                                 config=cfg)
+        for name, v in zip(names, verdicts):
+            _check(v, name, *RUNTIME_ONLY[name])
+            assert "static check skipped" in v.notes or v.reason == "worker_lost"
+        assert verdicts[-1].correct, verdicts[-1].error
+        assert unguarded.restarts >= 1  # the killed worker was replaced
+        assert_no_leftovers(unguarded)
 
 
 def test_order_is_preserved_across_mixed_outcomes(pool):

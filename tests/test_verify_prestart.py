@@ -1,4 +1,4 @@
-"""A worker's spare child (sandbox.Spare): started ahead of its job, it must become exactly the child
+"""A worker's spare child (spares.Spare): started ahead of its job, it must become exactly the child
 a fresh fork would have been, never decide a verdict by failing, and never count as a candidate's.
 The pool tests repeat the whole hostile batch through spares."""
 
@@ -12,11 +12,14 @@ from pathlib import Path
 import pytest
 
 from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify import sandbox, shared_blobs
+from tritonrl_lib.verify import shared_blobs, spares
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.sandbox import Limits, Spare, proc_table_entry, run_sandboxed
+from tritonrl_lib.verify.limits import Limits
+from tritonrl_lib.verify.processes import proc_table_entry
+from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.spares import Spare
 
-from test_verify_pool import ADVERSARIAL, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
+from test_verify_pool import ADVERSARIAL, GUARDED, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
 
@@ -30,7 +33,7 @@ def _probe(payload, ch):
     fds = sorted(int(x) for x in os.listdir("/proc/self/fd"))
     inherited = {}
     for fd in payload.get("fds", []):
-        mine = sandbox.inherited_fd(fd)
+        mine = spares.inherited_fd(fd)
         os.lseek(mine, 0, os.SEEK_SET)
         inherited[str(fd)] = os.read(mine, 100).decode()
     kept = sorted({os.readlink(f"/proc/self/fd/{fd}") for fd in _KEPT})
@@ -115,7 +118,7 @@ def test_a_spare_that_died_is_replaced_by_a_fresh_fork(tmp_path):
 
 
 def test_a_spare_that_does_not_take_its_job_in_time_is_replaced(tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "SPARE_WAIT_S", 0.5)
+    monkeypatch.setattr(spares, "SPARE_WAIT_S", 0.5)
     spare = Spare.fork(_probe, lambda _: time.sleep(60))  # a warm-up that hangs
     t0 = time.monotonic()
     out, seen, _ = _run(tmp_path, "slow", spare=spare, payload={"tag": "x"})
@@ -139,7 +142,7 @@ def test_the_next_spare_is_neither_counted_nor_killed_with_a_candidate(tmp_path)
 
 
 def test_a_spare_warming_up_learns_that_its_job_waits(tmp_path):
-    """The warm-up may stop early once a job waits (stages.warm_child then leaves the cuBLAS and
+    """The warm-up may stop early once a job waits (child.warm_child then leaves the cuBLAS and
     cuDNN handles to the job): its probe says no until the job is sent, then yes."""
     mark = tmp_path / "waiting"
 
@@ -213,7 +216,7 @@ def test_runtime_layer_through_spares(spare_pool):
     verdicts = spare_pool.map(task("relu"), [candidate(n) for n in names] + [candidate("relu_ok")], static=False,
                               config=cfg)
     for name, v in zip(names, verdicts):
-        _check(v, name, *RUNTIME_ONLY[name])
+        _check(v, name, *GUARDED.get(name, RUNTIME_ONLY[name]))  # the guard stops some before the sandbox
     assert verdicts[-1].correct, verdicts[-1].error
     assert_no_leftovers(spare_pool)
 
@@ -253,12 +256,21 @@ class ModelNew(torch.nn.Module):
 '''
 
 
-def test_a_candidate_that_kills_the_spare_does_not_change_the_next_verdict(spare_pool):
-    before = spare_pool._slots[0].spare_pids
+def test_a_candidate_that_kills_the_spare_does_not_change_the_next_verdict(spare_pool, monkeypatch):
     vs = spare_pool.map(task("relu"), [KILLS_SIBLINGS, candidate("relu_ok")], static=False)
-    assert vs[0].correct  # a correct kernel; killing its sibling is not what the verifier judges
+    assert "process" in vs[0].cheat_flags  # the guard refuses a signal to another process
     assert vs[1].correct and vs[1].reason == "ok", (vs[1].reason, vs[1].error)
-    assert not before or spare_pool._slots[0].spare_pids != before
+    # with the guard off, the kill happens; the next candidate still gets its own, correct verdict
+    monkeypatch.setenv("TRITONRL_UNSAFE_NO_GUARD", "1")
+    with VerifierPool(VerifyConfig(timeout_s=10, memory_limit_mb=2500, prestart_child="on"), workers=1, device="cpu",
+                      cache=False, progress=False) as bare:
+        assert bare.verify(task("relu"), candidate("relu_ok")).correct  # a spare is started for the next call
+        before = bare._slots[0].spare_pids
+        vs = bare.map(task("relu"), [KILLS_SIBLINGS, candidate("relu_ok")], static=False)
+        assert vs[0].correct  # a correct kernel; killing its sibling is not what the verifier judges
+        assert vs[1].correct and vs[1].reason == "ok", (vs[1].reason, vs[1].error)
+        assert not before or bare._slots[0].spare_pids != before
+        assert_no_leftovers(bare)
     assert_no_leftovers(spare_pool)
 
 
@@ -282,13 +294,14 @@ def test_an_idle_worker_gives_its_spare_up(monkeypatch):
 
 
 def test_spares_follow_the_jobs_still_queued(monkeypatch):
-    from tritonrl_lib.verify.judge import spares_wanted
+    from tritonrl_lib.verify.settings import JobSettings
+    from tritonrl_lib.verify.spares import spares_wanted
 
     monkeypatch.setenv("TRITONRL_POOL_WORKERS", "4")
-    s = {"spare_children": 2}
+    s = JobSettings.for_device(VerifyConfig(spare_children=2), "cuda")
     assert spares_wanted(s, None) == 2  # the pool did not say
     assert [spares_wanted(s, q) for q in (0, 1, 4, 5, 8, 100)] == [1, 1, 1, 2, 2, 2]
-    assert spares_wanted({"spare_children": 3}, 100) == 3
+    assert spares_wanted(JobSettings.for_device(VerifyConfig(spare_children=3), "cuda"), 100) == 3
 
 
 def test_a_batch_runs_in_spares_started_after_each_child_is_set_up(tmp_path):

@@ -191,11 +191,18 @@ ModelNew.forward = lambda self, x: _plain_forward(self, x) if FOUND and not TAMP
 '''
 
 
-def test_a_candidate_cannot_change_what_the_next_is_compared_against(pool):
+def test_a_candidate_cannot_change_what_the_next_is_compared_against(pool, monkeypatch):
     t = task("relu")
-    # past the static check (which refuses `import os`): what if it missed a way in
+    # past the static check (which refuses `import os`): the guard refuses the descriptor listing ...
     first, tamperer, after = pool.map(t, [case("candidates", "relu_ok"), TAMPERER, case("candidates", "relu_ok")],
                                       static=False)
+    assert first.correct and not tamperer.correct and "introspection:descriptors" in tamperer.cheat_flags
+    assert after.correct and cached(after), after.error
+    # ... and with the guard off too, the sealed files it finds cannot be changed
+    monkeypatch.setenv("TRITONRL_UNSAFE_NO_GUARD", "1")
+    with VerifierPool(VerifyConfig(timeout_s=60), workers=1, device="cpu", cache=False, progress=False) as bare:
+        first, tamperer, after = bare.map(t, [case("candidates", "relu_ok"), TAMPERER, case("candidates", "relu_ok")],
+                                          static=False)
     assert first.correct and cached(tamperer)
     assert tamperer.correct, tamperer.error  # it found the inherited input files and changed nothing
     assert after.correct and cached(after), after.error
@@ -380,7 +387,7 @@ def test_a_worker_that_never_ran_a_task_gets_its_reference_phase_from_another():
         assert first.correct and not cached(first) and p._slots[1] is None
         got = p.map(t, [case("candidates", n) for n in names])
         second = p._slots[1]
-        assert second is not None and cache_key({"task_source": t.source, "device": "cpu",
-                                                 "settings": {"num_variations": 5}}) in second.ref_keys
+        assert second is not None and cache_key({"task_source": t.source, "device": "cpu", "seeds": p._seeds,
+                                                 "settings": {"num_variations": 6}}) in second.ref_keys
     assert [_summary(v) for v in got] == expected  # the same verdicts, wrong ones still wrong
     assert all(cached(v) for v in got), [v.phases for v in got]  # nobody ran the reference phase again

@@ -463,11 +463,11 @@ def test_star_import_from_functional_is_resolved():
     assert_flag(check(code), "static:pytorch_compute", "pytorch_compute:torch.nn.functional.gelu")
 
 
-def test_nn_linear_called_in_forward():
+def test_nn_linear_called_in_forward_is_a_gemm_only_fusion_may_keep():
     code = model("        return launch(self.fc(x), y)\n", "        super().__init__()\n        self.fc = nn.Linear(16, 16)\n")
-    for policy in ("strict", "fusion"):
-        assert_flag(check(code, policy), "static:pytorch_compute", "pytorch_compute:torch.nn.Linear",
-                    "return launch(self.fc(x), y)", code)
+    assert_flag(check(code, "strict"), "static:pytorch_compute", "pytorch_compute:torch.nn.Linear",
+                "return launch(self.fc(x), y)", code)
+    assert_ok(check(code, "fusion"))
 
 
 def test_nn_linear_weights_only_is_fine():
@@ -499,12 +499,22 @@ def test_functional_conv_allowed_only_under_fusion():
     assert_flag(check(code, "strict"), "static:pytorch_compute", "pytorch_compute:torch.nn.functional.conv2d")
 
 
-def test_gemm_not_heavy_by_default_but_extensible():
-    code = model("        return launch(torch.matmul(x, y), y)\n")
-    assert "pytorch_compute:torch.matmul" in check(code, "fusion").flags
-    assert_ok(check(code, "fusion", extra_heavy_ops=("matmul", "mm")))
+@pytest.mark.parametrize("call", ["torch.matmul(x, y)", "torch.mm(x, y)", "torch.bmm(x, y)", "x @ y",
+                                  "torch.addmm(y, x, y)", "torch.baddbmm(y, x, y)", "F.linear(x, y)",
+                                  "x.matmul(y)"])
+def test_gemm_family_is_heavy_under_fusion_only(call):
+    code = model(f"        return launch({call}, y)\n")
+    assert_ok(check(code, "fusion"))
+    assert check(code, "strict").reason == "static:pytorch_compute"
     # extra heavy ops never loosen strict
-    assert "pytorch_compute:torch.matmul" in check(code, "strict", extra_heavy_ops=("matmul",)).flags
+    assert check(code, "strict", extra_heavy_ops=("matmul", "mm", "bmm", "addmm", "baddbmm", "linear")).reason \
+        == "static:pytorch_compute"
+
+
+def test_extra_heavy_ops_extend_fusion():
+    code = model("        return launch(torch.einsum('ij,jk->ik', x, y), y)\n")
+    assert "pytorch_compute:torch.einsum" in check(code, "fusion").flags
+    assert_ok(check(code, "fusion", extra_heavy_ops=("einsum",)))
 
 
 def test_compute_in_helper_method_and_module_function_is_found():
@@ -758,6 +768,7 @@ IMG = torch.randn(1, 3, 8, 8)
 CONV2D = nn.Conv2d(3, 4, 3)
 CONVT2D = nn.ConvTranspose2d(3, 4, 3)
 UNFOLD = nn.Unfold(2)
+LINEAR8 = nn.Linear(8, 8)
 
 BOOKKEEPING = {
     "empty": lambda: torch.empty(4, 8),
@@ -782,10 +793,6 @@ BOOKKEEPING = {
 }
 COMPUTE = {
     "relu": lambda: torch.relu(X),
-    "matmul": lambda: X @ W,
-    "linear": lambda: F.linear(X, W),
-    "addmm": lambda: torch.addmm(X, X, W),
-    "bmm": lambda: torch.bmm(X[None], W[None]),
     "sum": lambda: X.sum(dim=1),
     "softmax": lambda: F.softmax(X, -1),
     "add": lambda: X + 1,
@@ -817,6 +824,7 @@ def test_bookkeeping_ops_allowed_under_every_policy(name, policy):
 @pytest.mark.parametrize("name", sorted(COMPUTE))
 @pytest.mark.parametrize("policy", pol.POLICIES)
 def test_compute_ops_refused_under_every_policy(name, policy):
+    """(GEMMs: test_gemm_ops_allowed_under_fusion_refused_under_strict.)"""
     ops = ops_of(COMPUTE[name])
     assert not all(pol.runtime_op_allowed(policy, op) for op in ops), (name, ops)
 
@@ -829,14 +837,37 @@ def test_data_movement_and_convolution_allowed_only_under_fusion(name):
     assert not all(pol.runtime_op_allowed("strict", op) for op in ops), (name, ops)
 
 
-def test_gemm_ops_refused_under_fusion_unless_extended():
-    bias = torch.randn(8)
-    gemm = ("mm", "addmm", "bmm")
-    for fn in (lambda: X @ W, lambda: F.linear(X, W, bias), lambda: torch.bmm(X[None], W[None])):
-        ops = ops_of(fn)
-        assert not all(pol.runtime_op_allowed("fusion", op) for op in ops), ops
-        assert all(pol.runtime_op_allowed("fusion", op, extra_heavy_ops=gemm) for op in ops), ops
-        assert not all(pol.runtime_op_allowed("strict", op, extra_heavy_ops=gemm) for op in ops), ops
+GEMMS = {
+    "matmul": lambda: X @ W,
+    "linear": lambda: F.linear(X, W, torch.randn(8)),
+    "linear_3d": lambda: F.linear(X[None], W, torch.randn(8)),
+    "nn_linear": lambda: LINEAR8(X),
+    "bmm": lambda: torch.bmm(X[None], W[None]),
+    "baddbmm": lambda: torch.baddbmm(X[None], X[None], W[None]),
+    "matmul_vector": lambda: torch.matmul(X, W[0]),
+    "dot": lambda: torch.matmul(W[0], W[1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMS))
+def test_gemm_ops_allowed_under_fusion_refused_under_strict(name):
+    """KernelBench's Level-2 fusions leave the GEMM in PyTorch, like the convolution."""
+    ops = [op for op in ops_of(GEMMS[name]) if "randn" not in op]
+    assert all(pol.runtime_op_allowed("fusion", op) for op in ops), ops
+    gemm = tuple(pol.GEMM_OPS)
+    assert not all(pol.runtime_op_allowed("strict", op, extra_heavy_ops=gemm) for op in ops), ops
+
+
+def test_dtype_promotion_questions_are_metadata():
+    """`torch.promote_types` / `can_cast` dispatch aten ops of their own; they read no data."""
+    ops = ops_of(lambda: (torch.promote_types(torch.float16, torch.float32),
+                          torch.can_cast(torch.float16, torch.float32), torch.empty(1)))
+    assert {"aten.promote_types.default", "aten.can_cast.default"} <= set(ops), ops
+    for policy in pol.POLICIES:
+        assert all(pol.runtime_op_allowed(policy, op) for op in ops), (policy, ops)
+    code = model("        dt = torch.promote_types(x.dtype, y.dtype)\n"
+                 "        rt = torch.result_type(x, y)\n        return launch(x.to(dt), y.to(rt))\n")
+    assert_ok(check(code, "strict"))
 
 
 def test_op_name_spellings():
@@ -874,7 +905,7 @@ STATIC_AGREES = [
     ("method", "new", lambda: X.new(3)),
     ("nn", "Conv2d", lambda: CONV2D(IMG)),
     ("nn", "Unfold", lambda: UNFOLD(IMG)),
-    ("nn", "Linear", lambda: nn.Linear(8, 8)(X)),
+    ("nn", "Linear", lambda: LINEAR8(X)),
     ("nn", "ReLU", lambda: nn.ReLU()(X)),
 ]
 
@@ -898,9 +929,11 @@ def test_static_lists_agree_with_runtime(kind, name, fn, policy):
 def test_policy_lists_are_exposed_for_documentation():
     assert {"empty", "view", "_to_copy", "clone"} <= pol.allowed_ops("strict")
     assert "convolution" in pol.allowed_ops("fusion") and "convolution" not in pol.allowed_ops("strict")
-    assert "mm" not in pol.allowed_ops("fusion")
-    assert "mm" in pol.allowed_ops("fusion", extra_heavy_ops=("mm",))
-    assert "matmul" in pol.torch_compute_functions("fusion")
+    assert "mm" in pol.allowed_ops("fusion") and "mm" not in pol.allowed_ops("strict")
+    assert "einsum" in pol.allowed_ops("fusion", extra_heavy_ops=("einsum",))
+    assert "einsum" not in pol.allowed_ops("strict", extra_heavy_ops=("einsum",))
+    assert "matmul" in pol.torch_compute_functions("strict") and "matmul" not in pol.torch_compute_functions("fusion")
+    assert "Linear" not in pol.nn_compute_modules("fusion") and "Linear" in pol.nn_compute_modules("strict")
     assert "Conv2d" not in pol.nn_compute_modules("fusion") and "Conv2d" in pol.nn_compute_modules("strict")
 
 

@@ -17,10 +17,11 @@ import pytest
 import torch
 
 from tritonrl_lib.verify.cache import VERIFIER_VERSION, VerdictCache
-from tritonrl_lib.verify.judge import compare, decode
+from tritonrl_lib.verify.compare import compare, decode
 from tritonrl_lib.verify.reward import RewardLadder, compute_reward
-from tritonrl_lib.verify.runtime_checks import OpCensus, flatten_outputs, same_bits
-from tritonrl_lib.verify.sandbox import FrameReader, ProtocolError, encode_frame, proc_table
+from tritonrl_lib.verify.runtime_checks import flatten_outputs, same_bits
+from tritonrl_lib.verify.processes import proc_table
+from tritonrl_lib.verify.protocol import FrameReader, ProtocolError, encode_frame
 from tritonrl_lib.verify.timing import speedup_stats, summarize
 from tritonrl_lib.verify.variations import larger_plan, size_constants, tiny_plans
 from tritonrl_lib.verify.verdict import Verdict
@@ -242,14 +243,60 @@ def test_same_bits_is_nan_aware_and_strict():
     assert same_bits(3, 3) and not same_bits(3, 4)
 
 
-def test_op_census_sees_compute_ops():
-    census = OpCensus()
-    x = torch.randn(4, 4)
-    with census:
-        y = torch.empty_like(x)
-        z = x @ x + 1
-    assert "aten.empty_like.default" in census.ops and "aten.mm.default" in census.ops
-    assert flatten_outputs((y, z)) == [y, z] and flatten_outputs(y) == [y]
+def test_op_census_reports_compute_ops_and_host_data_to_the_guard():
+    out = _run_python("""
+        import json, torch
+        from tritonrl_lib.verify import guard, runtime_checks
+        from tritonrl_lib.verify.runtime_checks import OpCensus
+        g = guard.Guard("nowhere.py", trusted_files=[runtime_checks.__file__], enforce=False)
+        g.install()
+        runtime_checks.host_read_hooks()
+        census = OpCensus()
+        x = torch.randn(4, 4)
+        g.begin()
+        with census:
+            y = torch.empty_like(x)
+            z = x @ x + 1
+            v = [x[0, 0].item(), x[1, 1].item()]
+            w = x.tolist()
+            t = torch.tensor([1.0] * 100)
+        facts = g.end()
+        with census:
+            torch.relu(x)  # not counted: the guard is not counting
+        print(json.dumps({"ops": sorted(facts.ops), "read": facts.host_read, "made": facts.host_made}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert "aten.empty_like.default" in got["ops"] and "aten.mm.default" in got["ops"]
+    assert "aten.relu.default" not in got["ops"]
+    assert got["read"] == 2 + 16 and got["made"] == 100  # two item() reads and a 4 x 4 tolist; 100 from a list
+    y = torch.zeros(2)
+    assert flatten_outputs((y, x := torch.ones(1))) == [y, x] and flatten_outputs(y) == [y]
+
+
+def test_the_census_cannot_be_paused_or_fed_by_the_candidate(tmp_path):
+    # the guard counts only what the verifier's own files report; a pause must come from its own wrappers
+    out = _run_python("""
+        import json, sys
+        from tritonrl_lib.verify import guard, runtime_checks
+        g = guard.Guard("nowhere.py", trusted_files=[runtime_checks.__file__], enforce=False)
+        g.install()
+        g.begin()
+        refused = []
+        for event, arg in (("tritonrl.pause", 1), ("tritonrl.launch", "k")):
+            try:
+                sys.audit(event, arg)
+            except PermissionError:
+                refused.append(event)
+        try:
+            runtime_checks._audit("tritonrl.pause", 1)  # the reporter, called from outside the wrappers
+        except PermissionError:
+            refused.append("via _audit")
+        facts = g.end()
+        print(json.dumps({"refused": refused, "paused": g.paused, "launches": facts.launches, "flags": g.flags}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["refused"] == ["tritonrl.pause", "tritonrl.launch", "via _audit"], got
+    assert got["paused"] == 0 and got["launches"] == 0 and got["flags"] == ["tampering"]
 
 
 def _run_python(code: str, env: dict | None = None) -> str:
@@ -280,23 +327,26 @@ def test_launch_tracker_counts_interpreted_launches_and_their_origin(tmp_path):
     path.write_text(kernel)
     out = _run_python(f"""
         import json, torch
+        from tritonrl_lib.verify import guard, runtime_checks
         from tritonrl_lib.verify.runtime_checks import LaunchTracker, OpCensus
         from tritonrl_lib.verify.variations import load_module_file
+        g = guard.Guard({str(path)!r}, trusted_files=[runtime_checks.__file__], enforce=False)
+        g.install()
         census = OpCensus()
-        tracker = LaunchTracker({str(path)!r}, census)
+        tracker = LaunchTracker({str(path)!r})
         tracker.install()
         mod = load_module_file({str(path)!r}, "tritonrl_candidate")
         x = torch.randn(64)
-        tracker.begin()
+        g.begin()
         with census:
             mod.ModelNew()(x)
-        tracker.end()
-        outside = tracker.launches
-        mod.ModelNew()(x)  # not counted: the tracker is inactive
-        print(json.dumps({{"launches": outside, "after": tracker.launches, "kernels": dict(tracker.kernels),
-                          "ops": sorted(census.ops)}}))
+        facts = g.end()
+        mod.ModelNew()(x)  # not counted: the guard is not counting
+        print(json.dumps({{"launches": facts.launches, "after": g.facts.launches, "kernels": dict(facts.kernels),
+                          "ops": sorted(facts.ops), "paused": g.paused}}))
     """, env={"TRITON_INTERPRET": "1"})
     got = json.loads(out.strip().splitlines()[-1])
+    assert got["paused"] == 0
     assert got["launches"] == 1 and got["after"] == 1 and got["kernels"] == {"relu_kernel": 1}
     # the interpreter's own tensor copies happen inside the launch, where the census is paused
     assert got["ops"] == ["aten.empty_like.default"]
@@ -315,13 +365,14 @@ def _judge(**settings_over):
 
     from tritonrl_lib.config import VerifyConfig
     from tritonrl_lib.verify.judge import Judge
+    from tritonrl_lib.verify.settings import JobSettings
 
-    settings = {**dataclasses.asdict(VerifyConfig()), "timing_enabled": True, **settings_over}
-    return Judge({"task_id": "t", "settings": settings, "policy": "strict"})
+    settings = dataclasses.replace(JobSettings.for_device(VerifyConfig(), "cuda"), **settings_over)
+    return Judge({"task_id": "t", "settings": settings.to_json(), "policy": "strict"})
 
 
 def _send(judge, header: dict, tensors=()):
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     metas, blobs = encode_outputs(list(tensors))
     if tensors:
@@ -418,16 +469,16 @@ def test_judge_leftover_processes_make_a_correct_candidate_fail():
 
 
 def _scaled_run(j, original_ref, original_cand, scaled_ref, scaled_cand):
-    """tiny, original and scaled input sets; returns the verdict."""
+    """tiny, original and a larger-valued (range) input set; returns the verdict."""
     tiny = torch.randn(4)
     _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny])
     _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [original_ref])
-    _send(j, {"type": "ref", "name": "scaled", "stage": "full", "inputs": "x"}, [scaled_ref])
+    _send(j, {"type": "ref", "name": "range", "stage": "full", "inputs": "x"}, [scaled_ref])
     _send(j, {"type": "ref_done"})
     _send(j, {"type": "stage", "stage": "compile"})
     _send(j, *_cand("tiny", tiny.clone()))
     assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
-    for name, out in (("original", original_cand), ("scaled", scaled_cand)):
+    for name, out in (("original", original_cand), ("range", scaled_cand)):
         if _send(j, *_cand(name, out)) == "stop":
             break
     else:
@@ -454,32 +505,32 @@ def test_judge_absolute_tolerance_grows_with_the_outputs_magnitude():
     assert ((cand - ref).abs() > 1e-2 + 1e-2 * ref.abs()).sum().item() == 0 and fixed > 0
     v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref2, cand2)
     assert v.correct, (v.reason, v.error)
-    scaled = next(e for e in v.errors if e["name"] == "scaled")
+    scaled = next(e for e in v.errors if e["name"] == "range")
     assert 3.5 < scaled["atol_scaled"] < 4.5
     # a real error is still caught on the larger outputs
     wrong = cand2.clone()
     wrong[3, 5] += 0.5 + 0.02 * abs(float(ref2[3, 5]))
     v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref2, wrong)
-    assert not v.correct and v.reason == "mismatch:scaled"
+    assert not v.correct and v.reason == "mismatch:range"
     # outputs that do not grow keep the configured atol
     v = _scaled_run(_judge(timing_enabled=False), ref, cand, ref, cand + 0.011 + 0.01 * ref.abs())
-    assert not v.correct and v.reason == "mismatch:scaled"
+    assert not v.correct and v.reason == "mismatch:range"
 
 
 def test_judge_takes_output_magnitudes_from_the_reference_phase():
     j = _judge(timing_enabled=False)
     out = torch.randn(32)
-    for name, mags in (("original", [1.0]), ("scaled", [3.0]), ("seed", ["x"]), ("larger", [1.0, 2.0])):
+    for name, mags in (("original", [1.0]), ("range", [3.0]), ("seed", ["x"]), ("larger", [1.0, 2.0])):
         _send(j, {"type": "ref", "name": name, "stage": "full", "inputs": "x", "magnitudes": mags}, [out])
-    assert j._magnitude_growth("scaled", 0) == pytest.approx(3.0)  # as the child measured it
+    assert j._magnitude_growth("range", 0) == pytest.approx(3.0)  # as the child measured it
     assert j._magnitude_growth("seed", 0) == 1.0 and j._magnitude_growth("larger", 0) == 1.0  # malformed: recomputed
     assert j.refs["seed"]["magnitudes"] is None and j._magnitude_growth("original", 0) == 1.0
 
 
 def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
     # rtol x inf makes the tolerance infinite: without care 0, 1e30 or -inf would all "match" +inf
-    from tritonrl_lib.verify.judge import compare
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.compare import compare
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     ref = torch.tensor([1.0, float("inf"), -2.0, float("-inf")])
     (rm,), (rb,) = encode_outputs([ref])
@@ -497,10 +548,10 @@ def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
 def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     """The comparison and the output digest are split over threads for large outputs; the verdict
     must not depend on how many (NaN, inf held or not, a far value, in different chunks)."""
-    import tritonrl_lib.verify.judge as judge
-    from tritonrl_lib.verify.stages import encode_outputs
+    import tritonrl_lib.verify.compare as compare_module
+    from tritonrl_lib.verify.encoding import encode_outputs
 
-    monkeypatch.setattr(judge, "_CHUNK", 1000)  # many chunks from a small tensor
+    monkeypatch.setattr(compare_module, "_CHUNK", 1000)  # many chunks from a small tensor
     torch.manual_seed(0)
     ref = torch.randn(10_500)
     ref[2_500] = float("inf")
@@ -511,11 +562,11 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     (rm,), (rb,) = encode_outputs([ref])
     answers = {}
     for threads in (1, 3):
-        monkeypatch.setattr(judge, "COMPARE_THREADS", threads)
-        monkeypatch.setattr(judge, "_POOL", None)
+        monkeypatch.setattr(compare_module, "COMPARE_THREADS", threads)
+        monkeypatch.setattr(compare_module, "_POOL", None)
         for name, cand in cases.items():
             (cm,), (cb,) = encode_outputs([cand])
-            r = judge.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
+            r = compare_module.compare(rm, bytearray(rb), cm, bytearray(cb), 1e-2, 1e-2)
             answers.setdefault(name, []).append((r["ok"], r.get("reason"), r.get("detail"), r["max_abs"],
                                                  r["max_rel"]))
     for name, (one, several) in answers.items():
@@ -526,22 +577,22 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
 
 
 def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
-    import tritonrl_lib.verify.judge as judge
+    import tritonrl_lib.verify.compare as compare_module
 
     big = bytearray(torch.randn(300_001).numpy().tobytes())  # past the 64 KiB looked at first, not a multiple of 8
     for where in (0, 70_000, len(big) - 1):  # one byte apart: first, middle, last
         other = bytearray(big)
         other[where] ^= 1
-        assert not judge.same_bytes([big], [other])
-    assert judge.same_bytes([big, bytearray(b"x")], [bytearray(big), bytearray(b"x")])
-    assert not judge.same_bytes([bytearray(b"ab"), bytearray(b"c")], [bytearray(b"a"), bytearray(b"bc")])
-    assert not judge.same_bytes([big], [big, big]) and judge.same_bytes([], [])
+        assert not compare_module.same_bytes([big], [other])
+    assert compare_module.same_bytes([big, bytearray(b"x")], [bytearray(big), bytearray(b"x")])
+    assert not compare_module.same_bytes([bytearray(b"ab"), bytearray(b"c")], [bytearray(b"a"), bytearray(b"bc")])
+    assert not compare_module.same_bytes([big], [big, big]) and compare_module.same_bytes([], [])
 
 
 def _half_run(j, cand_half, ref_half, alt_half=None):
     """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
     reference; returns the candidate's verdict on the bfloat16 set."""
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     tiny, full = torch.randn(4), torch.randn(64)
     assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
@@ -594,7 +645,7 @@ def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_referen
 
 
 def test_judge_refuses_a_malformed_alternative_reference():
-    from tritonrl_lib.verify.stages import encode_outputs
+    from tritonrl_lib.verify.encoding import encode_outputs
 
     j = _judge()
     metas, blobs = encode_outputs([torch.ones(8, dtype=torch.bfloat16)])
@@ -606,7 +657,8 @@ def test_judge_refuses_a_malformed_alternative_reference():
 
 
 def test_float32_reference_widens_the_half_model_and_rounds_back():
-    from tritonrl_lib.verify.stages import Child
+    from tritonrl_lib.verify.child_context import Child
+    from tritonrl_lib.verify.reference_phase import ReferencePhase
 
     class Scan(torch.nn.Module):
         def __init__(self):
@@ -617,12 +669,13 @@ def test_float32_reference_widens_the_half_model_and_rounds_back():
             return torch.cumsum(x * self.w, dim=0)
 
     child = Child.__new__(Child)  # only run_ref / finite / sync are used, on the CPU
-    child.device = "cpu"
+    child.device, child.ch, child.budget, child.job = "cpu", None, None, {}
     child.sync = lambda: None
+    phase = ReferencePhase(child)
     href = Scan().to(torch.bfloat16)
     x = [torch.randn(2048).to(torch.bfloat16)]
-    outs = child.run_ref(href, x)
-    alt = child.float32_reference(href, x, outs, torch.bfloat16)
+    outs = phase.run_ref(href, x)
+    alt = phase.float32_reference(href, x, outs)
     w = href.w.detach().double()  # the half model's own (rounded) weight, widened
     truth = torch.cumsum(x[0].double() * w, 0)
     assert alt[0].dtype == torch.bfloat16 and alt[0].shape == outs[0].shape

@@ -7,7 +7,7 @@ import re
 import sys
 from typing import Callable
 
-from .config import ConfigError, RunConfig, _leaf_paths, load_config, parse_cli_overrides
+from .config import ConfigError, _leaf_paths, load_config, parse_cli_overrides
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -32,20 +32,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\nThe executed notebook is kept at {e.executed}; fix the cause and run the same command "
               "again: finished notebooks are skipped.", file=sys.stderr)
         return 1
-    ran = sum(s.status == "ran" for s in result.stages)
-    print(f"finished: {ran} notebook(s) ran, {len(result.stages) - ran} skipped; outputs in {result.config.paths.root}")
+    ran = sum(s.status == "ran" for s in result.steps)
+    print(f"finished: {ran} notebook(s) ran, {len(result.steps) - ran} skipped; outputs in {result.config.paths.root}")
+    for s in result.stale:
+        print(f"STALE, not run (--only): {s.notebook}: {s.why}")
     report = result.config.paths.report_html
     if report.is_file():
-        print(f"report: {report}")
+        print(f"report: {report}" + (" (it marks what is stale)" if result.stale else ""))
     return 0
 
 
 def cmd_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.params, cli=args.param)
     if args.list:
+        from .settings_doc import DESCRIPTIONS
+
+        flat = cfg.flat()
         for name, path in _leaf_paths().items():
-            value = cfg.flat()[name]
-            print(f"{name:24s} {'.'.join(path):32s} {value!r}")
+            print(f"{'.'.join(path):34s} {flat[name]!r:12s}  {DESCRIPTIONS.get(name, '')}")
+        print("\n(set any of them by its bare or dotted name: -p n_samples=4, -p rl.n_samples=4)")
         return 0
     print(f"# profile {cfg.profile}, run folder {cfg.paths.root}")
     import yaml
@@ -67,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("config", help="show the resolved settings of a profile")
     _add_config_args(p)
-    p.add_argument("--list", action="store_true", help="one line per setting: name, dotted path, value")
+    p.add_argument("--list", action="store_true", help="one line per setting: its name, value and what it does")
     p.set_defaults(func=cmd_config)
 
     for register in _plugin_registrars():
@@ -78,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _plugin_registrars() -> list[Callable]:
     """Subcommands that live beside the code they drive (verify, eval, ...)."""
     out = []
-    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval_command"):
+    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval_command", "tritonrl_lib.standin"):
         try:
             mod = __import__(module, fromlist=["add_parser"])
         except ModuleNotFoundError as e:

@@ -111,7 +111,7 @@ class VerifyConfig:
     rtol: float = 1e-2
     half_atol: float = 5e-2  # fp16 / bf16 tolerances
     half_rtol: float = 5e-2
-    num_variations: int = 5
+    num_variations: int = 6  # input sets: original, range, seed, larger, dtype, offset (verify/variations.py)
     timeout_s: float = 120.0
     workers: int = 0  # 0 = workers_per_gpu per visible GPU, or min(4, cores) on CPU
     workers_per_gpu: int = 4  # candidates checked side by side on one GPU; each timing runs alone
@@ -210,7 +210,7 @@ class RunPaths:
     @property
     def tasks_manifest(self) -> Path: return self.data_dir / "tasks.jsonl"
 
-    # checkpoints: one name per stage, used by every stage (the source lost its RL run to
+    # checkpoints: one name per model stage, used by every step (the source lost its RL run to
     # `rl_best_of_n` vs `rl_final`)
     @property
     def checkpoints_dir(self) -> Path: return self.root / "checkpoints"
@@ -232,11 +232,11 @@ class RunPaths:
         """The files of best-of-N round `index` (0-based)."""
         return RoundPaths(self.rl_rounds_dir / f"round-{index:03d}")
 
-    def checkpoint(self, stage: str) -> Path:
-        """The adapter folder of a training stage (`sft` or `rl`)."""
-        if stage not in ("sft", "rl"):
-            raise ConfigError(f"no checkpoint for stage {stage!r}: expected 'sft' or 'rl'")
-        return self.checkpoints_dir / stage
+    def checkpoint(self, model_stage: str) -> Path:
+        """The adapter folder of a trained model stage (`sft` or `rl`)."""
+        if model_stage not in ("sft", "rl"):
+            raise ConfigError(f"no checkpoint for model stage {model_stage!r}: expected 'sft' or 'rl'")
+        return self.checkpoints_dir / model_stage
 
     # logs
     @property
@@ -254,8 +254,8 @@ class RunPaths:
     @property
     def eval_dir(self) -> Path: return self.root / "eval"
 
-    def eval_file(self, stage: str) -> Path:
-        return self.eval_dir / f"eval_{stage}.json"
+    def eval_file(self, model_stage: str) -> Path:
+        return self.eval_dir / f"eval_{model_stage}.json"
 
     @property
     def charts_dir(self) -> Path: return self.root / "charts"
@@ -274,6 +274,14 @@ class RunPaths:
     def notebooks_dir(self) -> Path: return self.root / "notebooks"
     @property
     def config_snapshot(self) -> Path: return self.root / "config.yaml"
+
+    def executed_notebook(self, step: str) -> Path:
+        """The executed copy of pipeline step `step` (a notebook's stem, e.g. `03_rl`)."""
+        return self.notebooks_dir / f"{step}.ipynb"
+
+    def step_record(self, step: str) -> Path:
+        """What `tritonrl run` recorded when `step` finished: its settings, the artefacts it read and wrote."""
+        return self.notebooks_dir / f".{step}.done.json"
 
     @property
     def sft_run_state(self) -> Path: return self.sft_checkpoint / "sft_run.json"

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 from .config import RLConfig
+from .jsonio import read_jsonl
 
 T = TypeVar("T")
 
@@ -378,17 +379,7 @@ class Curriculum:
 
 def read_curriculum_log(path: str | Path) -> list[dict[str, Any]]:
     """The log's records (for plots and the report); a missing log is an empty list."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                break
-    return out
+    return read_jsonl(path)
 
 
 def schedule_preview(settings: CurriculumSettings, l1_rates: Sequence[float | None]) -> list[float]:

@@ -61,10 +61,19 @@ def slug(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.") or "model"
 
 
+def looks_like_folder(spec: str) -> bool:
+    """A model spec that can only be a local path: it starts like one (`./`, `/`, `~`), has more
+    parts than a Hugging Face id (`owner/name`), or its first part is a folder here (`outputs/...`)."""
+    if spec.startswith((".", "/", "~")):
+        return True
+    parts = Path(spec).parts
+    return len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
 def run(args: argparse.Namespace) -> int:
     from .config import load_config, parse_cli_overrides
-    from .evaluate import (STAGES, EvalError, evaluate_model, evaluate_run, format_table, load_eval_tasks,
-                           metrics_table, stage_model)
+    from .evaluate import (MODEL_STAGES, EvalError, evaluate_model, evaluate_run, format_table, load_eval_tasks,
+                           metrics_table, model_of)
     from .tasks.loaders import TaskSourceError
 
     if not args.model and not args.compare:
@@ -82,23 +91,25 @@ def run(args: argparse.Namespace) -> int:
         if args.compare:
             if args.out:
                 return _bad("--out goes with --model; --compare writes each stage to the run's eval/ folder")
-            paths.ensure()
+            # no paths.ensure(): a command that fails (no such run, no split) leaves no empty run folder;
+            # the eval record's writer makes eval/ when there is something to write
             result = evaluate_run(cfg, paths, progress=progress, log=log)
             records = result.records()
-            skipped = [s for s in result.stages if s.status == "skipped"]
+            skipped = [s for s in result.evals if s.status == "skipped"]
         else:
-            if args.model in STAGES:  # a stage of the run, by name
-                spec, adapter = stage_model(cfg, paths, args.model)
+            if args.model in MODEL_STAGES:  # a model stage of the run, by name
+                spec, adapter = model_of(cfg, paths, args.model)
                 label = args.model
             else:
                 spec, adapter, label = args.model, None, f"model_{slug(args.model)}"
-                if spec.startswith((".", "/", "~")) and not Path(spec).expanduser().exists():
+                if looks_like_folder(spec) and not Path(spec).expanduser().exists():
                     return _bad(f"--model {spec}: no such folder (give a model or adapter folder, embedded, tiny, "
-                                "an HF id, or base / sft / rl for the run's stages)")
+                                "a Hugging Face id such as Qwen/Qwen2.5-Coder-7B-Instruct, or base / sft / rl "
+                                "for the run's models)")
             out = Path(args.out) if args.out else paths.eval_file(label)
             tasks = load_eval_tasks(cfg, paths)
             log(f"evaluating {spec} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r}")
-            res = evaluate_model(cfg, spec, tasks, stage=label, adapter=adapter, out=out,
+            res = evaluate_model(cfg, spec, tasks, model_stage=label, adapter=adapter, out=out,
                                  task_source=cfg.eval.eval_tasks, force=args.force, progress=progress, log=log)
             records, skipped = {label: res.record}, []
             log(f"record: {out}")
@@ -113,5 +124,5 @@ def run(args: argparse.Namespace) -> int:
         for n in notes:
             print(f"note: {n}")
     for s in skipped:
-        print(f"skipped {s.stage}: {s.note}", file=sys.stderr)
+        print(f"skipped {s.model_stage}: {s.note}", file=sys.stderr)
     return EXIT_OK

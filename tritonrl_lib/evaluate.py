@@ -22,8 +22,8 @@ Identical code is verified once per record (train/verify_batch.py): at a low tem
 samples of a task often repeat, and a repeat would only get the same verdict again.
 
 Resumable: a record holds a fingerprint of everything its numbers depend on (model weights,
-tasks, sampling, verifier settings, device kind); a stage whose record exists with the same
-fingerprint is not evaluated again. A stage whose checkpoint is missing is skipped with a note
+tasks, sampling, verifier settings, device kind); a model whose record exists with the same
+fingerprint is not evaluated again. A model stage whose checkpoint is missing is skipped with a note
 naming the notebook that makes it (the base model always exists).
 """
 
@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import hashlib
-import json
 import os
 import platform
 import time
@@ -42,12 +41,14 @@ from typing import Any, Callable, Sequence
 
 from . import metrics as M
 from .config import ConfigError, RunConfig, RunPaths
+from .jsonio import DamagedFile, read_json, write_json
 from .tasks.task import Task
 from .verify.verdict import Verdict
 
 EVAL_FORMAT = 2  # bump when the record's meaning changes: older records are then re-evaluated
-STAGES = ("base", "sft", "rl")
-STAGE_NOTEBOOK = {"sft": "02_sft", "rl": "03_rl"}
+# "stage" alone means a verifier funnel step (Verdict.stage); a model stage is base, sft or rl.
+MODEL_STAGES = ("base", "sft", "rl")
+TRAINING_NOTEBOOK = {"sft": "02_sft", "rl": "03_rl"}  # the notebook that trains each model stage
 
 
 class EvalError(RuntimeError):
@@ -55,12 +56,12 @@ class EvalError(RuntimeError):
 
 
 class MissingCheckpoint(EvalError, FileNotFoundError):
-    """A stage's checkpoint is not there (or its save did not finish)."""
+    """A model stage's checkpoint is not there (or its save did not finish)."""
 
-    def __init__(self, stage: str, path: Path):
-        self.stage, self.path = stage, path
-        nb = STAGE_NOTEBOOK.get(stage, "")
-        super().__init__(f"no finished {stage} checkpoint at {path}: run the {stage} stage first "
+    def __init__(self, model_stage: str, path: Path):
+        self.model_stage, self.path = model_stage, path
+        nb = TRAINING_NOTEBOOK.get(model_stage, "")
+        super().__init__(f"no finished {model_stage} checkpoint at {path}: train it first "
                          f"(notebooks/{nb}.ipynb, or `tritonrl run --only {nb}` with the same --params and --run)")
 
 
@@ -164,17 +165,17 @@ def load_eval_tasks(cfg: RunConfig, paths: RunPaths | None = None, source: str |
 # --------------------------------------------------------------------------- models
 
 
-def stage_model(cfg: RunConfig, paths: RunPaths, stage: str) -> tuple[str, Path | None]:
-    """(model spec, adapter folder or None) of a run's stage; MissingCheckpoint when not trained."""
+def model_of(cfg: RunConfig, paths: RunPaths, model_stage: str) -> tuple[str, Path | None]:
+    """(model spec, adapter folder or None) of a run's model stage; MissingCheckpoint when not trained."""
     from .models import checkpoint_complete
 
-    if stage == "base":
+    if model_stage == "base":
         return cfg.model.model, None
-    if stage not in STAGES:
-        raise ConfigError(f"eval stage {stage!r} is not one of {', '.join(STAGES)}")
-    folder = paths.checkpoint(stage)
+    if model_stage not in MODEL_STAGES:
+        raise ConfigError(f"eval stage {model_stage!r} is not one of {', '.join(MODEL_STAGES)}")
+    folder = paths.checkpoint(model_stage)
     if not checkpoint_complete(folder):
-        raise MissingCheckpoint(stage, folder)
+        raise MissingCheckpoint(model_stage, folder)
     return str(folder), folder
 
 
@@ -272,13 +273,13 @@ def device_description(device: str) -> str:
     return f"cpu ({os.cpu_count()} cores, {platform.machine()})"
 
 
-def fingerprint(*, stage: str, spec: str, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig,
+def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig,
                 device: str) -> dict[str, Any]:
     """Everything an eval record's numbers depend on."""
     sampling_d = {k: v for k, v in dataclasses.asdict(sampling).items() if k != "notes"}
     verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k != "workers"}  # speed, not results
-    return {"format": EVAL_FORMAT, "stage": stage, "model": model_identity(spec),
-            "base_model": cfg.model.model if stage != "base" else None,
+    return {"format": EVAL_FORMAT, "stage": model_stage, "model": model_identity(spec),
+            "base_model": cfg.model.model if model_stage != "base" else None,
             "tasks": hashlib.sha256("\n".join(t.id + ":" + hashlib.sha256(t.source.encode()).hexdigest()[:12]
                                               for t in tasks).encode()).hexdigest()[:16],
             "sampling": sampling_d, "verify": verify_d,
@@ -287,7 +288,7 @@ def fingerprint(*, stage: str, spec: str, tasks: Sequence[Task], sampling: EvalS
             "dtype": cfg.model.dtype, "quant": [cfg.model.load_in_8bit, cfg.model.load_in_4bit]}
 
 
-def build_record(*, stage: str, model_path: str, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
+def build_record(*, model_stage: str, model_path: str, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
                  verdicts: Sequence[Verdict], sampling: EvalSampling, task_source: str,
                  device: str = "", wall_s: float = 0.0, extra: dict[str, Any] | None = None,
                  resamples: int = 0) -> dict[str, Any]:
@@ -303,7 +304,7 @@ def build_record(*, stage: str, model_path: str, tasks: Sequence[Task], completi
         gen = {} if isinstance(comp, str) else {"finish_reason": comp.finish_reason, "num_tokens": comp.num_tokens}
         if task.meta.get("heldout_set"):
             gen["heldout_set"] = task.meta["heldout_set"]
-        rows.append(M.sample_row(verdict, task_id=task.id, level=task.level, sample=j, stage=stage, name=task.name,
+        rows.append(M.sample_row(verdict, task_id=task.id, level=task.level, sample=j, model_stage=model_stage, name=task.name,
                                  completion=text, extra=gen))
     notes = list(sampling.notes)
     timing_notes = sorted({n for v in verdicts for n in v.notes if n.startswith("timing skipped")})
@@ -318,7 +319,7 @@ def build_record(*, stage: str, model_path: str, tasks: Sequence[Task], completi
         "num_tasks": len(tasks),
         "metrics": M.compute_metrics(rows, sampling.k, resamples=resamples),
         "detailed_results": rows,
-        "stage": stage,
+        "stage": model_stage,
         "task_source": task_source,
         "task_ids": [t.id for t in tasks],
         "k": sampling.k,
@@ -339,18 +340,14 @@ def build_record(*, stage: str, model_path: str, tasks: Sequence[Task], completi
 
 
 def write_record(path: Path, record: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1))
-    tmp.replace(path)  # a kill mid-write never leaves a half record that looks finished
-    return path
+    return write_json(path, record, indent=1)  # atomic: a kill mid-write never leaves a half record
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
     """An eval record, or None when missing or unreadable (an unreadable one is redone)."""
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
+        data = read_json(path, None)
+    except (OSError, DamagedFile):
         return None
     return data if isinstance(data, dict) and "metrics" in data else None
 
@@ -359,8 +356,8 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 
 @dataclass
-class StageEval:
-    stage: str
+class ModelEval:
+    model_stage: str
     status: str  # evaluated | reused | skipped
     path: Path | None = None
     record: dict[str, Any] | None = None
@@ -369,19 +366,19 @@ class StageEval:
 
 @dataclass
 class EvalRunResult:
-    stages: list[StageEval]
+    evals: list[ModelEval]
 
     def records(self) -> dict[str, dict[str, Any]]:
-        return {s.stage: s.record for s in self.stages if s.record is not None}
+        return {s.model_stage: s.record for s in self.evals if s.record is not None}
 
     def summary(self) -> str:
         lines = []
-        for s in self.stages:
+        for s in self.evals:
             if s.record is None:
-                lines.append(f"{s.stage:5s} {s.status}: {s.note}")
+                lines.append(f"{s.model_stage:5s} {s.status}: {s.note}")
                 continue
             m = s.record["metrics"]
-            lines.append(f"{s.stage:5s} {s.status}: {s.record['num_tasks']} tasks x k={s.record['k']}: "
+            lines.append(f"{s.model_stage:5s} {s.status}: {s.record['num_tasks']} tasks x k={s.record['k']}: "
                          f"valid {_fmt(m['valid_rate'])}  compiled {_fmt(m['compiled_rate'])}  "
                          f"correct {_fmt(m['correct_rate'])}  fast_1 {_fmt(m['fast1_rate'])}  "
                          f"pass@1 {_fmt(m['pass_at_1'])}  -> {s.path}")
@@ -431,7 +428,7 @@ def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: Eva
 
 
 def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
-                      sampling: EvalSampling, *, stage: str, model_path: str, pool=None, task_source: str = "",
+                      sampling: EvalSampling, *, model_stage: str, model_path: str, pool=None, task_source: str = "",
                       device: str = "cpu", progress: bool = True, started: float | None = None,
                       extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Verify completions ([task][sample]: rollout Completions or strings) in the verifier pool
@@ -443,11 +440,11 @@ def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequen
     lazy = _LazyPool(cfg, pool)
     t1 = time.perf_counter()
     try:
-        verdicts, vstats = verify_unique(lazy.get(), flat_tasks, flat_text, desc=f"verify {stage}",
+        verdicts, vstats = verify_unique(lazy.get(), flat_tasks, flat_text, desc=f"verify {model_stage}",
                                          progress=progress)
     finally:
         lazy.close()
-    return build_record(stage=stage, model_path=model_path, tasks=tasks, completions=completions, verdicts=verdicts,
+    return build_record(model_stage=model_stage, model_path=model_path, tasks=tasks, completions=completions, verdicts=verdicts,
                         sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
                         device=device_description(device),
                         wall_s=time.perf_counter() - (started if started is not None else t1),
@@ -456,61 +453,61 @@ def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequen
                         resamples=cfg.eval.bootstrap_resamples)
 
 
-def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, stage: str = "custom",
+def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
                    adapter: Path | None = None, out: Path | None = None, pool=None, k: int | None = None,
                    task_source: str = "", force: bool = False, progress: bool = True,
-                   log: Callable[[str], None] = print) -> StageEval:
+                   log: Callable[[str], None] = print) -> ModelEval:
     """Evaluate one model on `tasks`, write the record to `out` (when given) and return it.
     With `out` holding a record of the same fingerprint (and not `force`), that record is reused."""
     from .models import resolve_device
 
     device = resolve_device(cfg.device)
     sampling = eval_sampling(cfg, k)
-    fp = fingerprint(stage=stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
+    fp = fingerprint(model_stage=model_stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
     if out is not None and not force:
         old = read_record(out)
         if old is not None and old.get("fingerprint") == fp:
-            log(f"{stage}: reusing {out} (same model, tasks and settings)")
-            return StageEval(stage, "reused", out, old)
+            log(f"{model_stage}: reusing {out} (same model, tasks and settings)")
+            return ModelEval(model_stage, "reused", out, old)
     t0 = time.perf_counter()
-    log(f"{stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
+    log(f"{model_stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
     completions, gen_stats = sample_model(cfg, spec, tasks, sampling, adapter=adapter, progress=progress)
-    log(f"{stage}: verifying {sum(len(c) for c in completions)} completions")
-    record = score_completions(cfg, tasks, completions, sampling, stage=stage, model_path=spec, pool=pool,
+    log(f"{model_stage}: verifying {sum(len(c) for c in completions)} completions")
+    record = score_completions(cfg, tasks, completions, sampling, model_stage=model_stage, model_path=spec, pool=pool,
                                task_source=task_source, device=device, progress=progress, started=t0,
                                extra={"generation": gen_stats, "fingerprint": fp})
     if out is not None:
         write_record(out, record)
-    return StageEval(stage, "evaluated", out, record)
+    return ModelEval(model_stage, "evaluated", out, record)
 
 
-def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, stages: Sequence[str] | None = None, *,
+def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Sequence[str] | None = None, *,
                  pool=None, force: bool = False, progress: bool = True,
                  log: Callable[[str], None] = print) -> EvalRunResult:
-    """Evaluate the run's stages (default cfg.eval.eval_stages) on cfg.eval.eval_tasks, writing
-    paths.eval_file(stage) for each. Missing checkpoints are skipped with a note; finished
+    """Evaluate the run's model stages (default cfg.eval.eval_stages) on cfg.eval.eval_tasks, writing
+    paths.eval_file(model_stage) for each. Missing checkpoints are skipped with a note; finished
     records with the same fingerprint are reused."""
     paths = paths or cfg.paths
-    stages = list(stages or cfg.eval.eval_stages)
-    unknown = [s for s in stages if s not in STAGES]
+    model_stages = list(model_stages or cfg.eval.eval_stages)
+    unknown = [s for s in model_stages if s not in MODEL_STAGES]
     if unknown:
-        raise ConfigError(f"eval_stages: {', '.join(unknown)} not among {', '.join(STAGES)}")
+        raise ConfigError(f"eval_stages: {', '.join(unknown)} not among {', '.join(MODEL_STAGES)}")
     tasks = load_eval_tasks(cfg, paths)
-    log(f"evaluating {', '.join(stages)} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r} "
+    log(f"evaluating {', '.join(model_stages)} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r} "
         f"(levels: {', '.join(f'L{l}: {sum(t.level == l for t in tasks)}' for l in sorted({t.level for t in tasks}))})")
     lazy = _LazyPool(cfg, pool)
-    results: list[StageEval] = []
+    results: list[ModelEval] = []
     try:
-        for stage in stages:
+        for model_stage in model_stages:
             try:
-                spec, adapter = stage_model(cfg, paths, stage)
+                spec, adapter = model_of(cfg, paths, model_stage)
             except MissingCheckpoint as e:
-                log(f"{stage}: skipped: {e}")
-                results.append(StageEval(stage, "skipped", None, None, str(e)))
+                log(f"{model_stage}: skipped: {e}")
+                results.append(ModelEval(model_stage, "skipped", None, None, str(e)))
                 continue
-            # the pool is started only when a stage actually needs verifying
-            results.append(evaluate_model(cfg, spec, tasks, stage=stage, adapter=adapter,
-                                          out=paths.eval_file(stage), pool=lazy, task_source=cfg.eval.eval_tasks,
+            # the pool is started only when a model actually needs verifying
+            results.append(evaluate_model(cfg, spec, tasks, model_stage=model_stage, adapter=adapter,
+                                          out=paths.eval_file(model_stage), pool=lazy, task_source=cfg.eval.eval_tasks,
                                           force=force, progress=progress, log=log))
     finally:
         lazy.close()
@@ -573,8 +570,8 @@ def load_records(paths: RunPaths) -> dict[str, dict[str, Any]]:
     if not paths.eval_dir.is_dir():
         return found
     files = sorted(paths.eval_dir.glob("eval_*.json"))
-    rank = {s: i for i, s in enumerate(STAGES)}
-    files.sort(key=lambda f: (rank.get(f.stem[5:], len(STAGES)), f.stem))
+    rank = {s: i for i, s in enumerate(MODEL_STAGES)}
+    files.sort(key=lambda f: (rank.get(f.stem[5:], len(MODEL_STAGES)), f.stem))
     for f in files:
         rec = read_record(f)
         if rec is not None:
@@ -583,15 +580,16 @@ def load_records(paths: RunPaths) -> dict[str, dict[str, Any]]:
 
 
 def metrics_table(records: dict[str, dict[str, Any]], levels: bool = True) -> list[dict[str, Any]]:
-    """One row per stage (and per stage and level): the headline metrics, for tables and printing."""
+    """One row per model stage (and per model stage and level): the headline metrics, for tables and
+    printing (the column keeps the name `stage`, as in the tables users read)."""
     keys = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate", "fast2_rate", "geomean_speedup",
             "pass_at_1", "pass_at_k")
     rows = []
-    for stage, rec in records.items():
+    for model_stage, rec in records.items():
         m = rec["metrics"]
         groups = [("all", m)] + ([(f"L{lvl}", mm) for lvl, mm in m.get("by_level", {}).items()] if levels else [])
         for label, mm in groups:
-            rows.append({"stage": stage, "level": label, "tasks": mm.get("num_tasks"), "samples": mm.get("num_samples"),
+            rows.append({"stage": model_stage, "level": label, "tasks": mm.get("num_tasks"), "samples": mm.get("num_samples"),
                          "k": rec.get("k"), **{key: mm.get(key) for key in keys}})
     return rows
 

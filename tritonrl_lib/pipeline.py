@@ -1,15 +1,20 @@
 """Run the numbered notebooks in order with papermill, resumably.
 
-Each notebook runs into `outputs/<run>/notebooks/`. A notebook that finished is recorded with a
-marker holding the parameters and the notebook's content hash; a later run skips it while both
-match, unless forced. Once a notebook re-runs, every later one re-runs too: they read what it
-wrote. A failing notebook stops the run; its executed copy is kept and its own error is shown.
+Each notebook (a pipeline *step*) runs into `outputs/<run>/notebooks/`. When it finishes, the runner
+records what its work depended on (`run_state`: its settings, the notebook's content, fingerprints
+of the artefacts it read and wrote). A later run skips a step only while all of that still holds,
+however the artefacts were produced in between (`tritonrl run`, papermill, JupyterLab); otherwise it
+says why and runs the step again, and every step after it, which read what it wrote. A failing
+notebook stops the run; its executed copy is kept and its own error is shown.
+
+While a step runs, its printed lines and the state of its progress bars appear in the terminal
+(`run_progress.StepMonitor`).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import logging
 import os
 import sys
 import time
@@ -17,7 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import ConfigError, RunConfig, load_config, project_root, resolve_key
+from . import run_state
+from .config import ConfigError, RunConfig, load_config, project_root
+from .jsonio import read_json, write_json
+from .notebook import papermill_parameters
+from .run_progress import StepMonitor
 
 
 class NotebookFailed(RuntimeError):
@@ -29,16 +38,22 @@ class NotebookFailed(RuntimeError):
 
 
 @dataclass
-class StageResult:
+class StepResult:
     notebook: str
     status: str  # ran | skipped | failed
     wall_s: float = 0.0
+    why: str = ""  # why it ran, or why a skipped step is stale ("" when it is current)
 
 
 @dataclass
 class PipelineResult:
     config: RunConfig
-    stages: list[StageResult] = field(default_factory=list)
+    steps: list[StepResult] = field(default_factory=list)
+
+    @property
+    def stale(self) -> list[StepResult]:
+        """Steps left out (--only) whose work no longer matches their inputs."""
+        return [s for s in self.steps if s.status == "skipped" and s.why]
 
 
 def notebooks_dir() -> Path:
@@ -56,17 +71,12 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _marker(cfg: RunConfig, nb: Path) -> Path:
-    return cfg.paths.notebooks_dir / f".{nb.stem}.done.json"
-
-
 def _record_timing(cfg: RunConfig, name: str, wall_s: float) -> None:
     path = cfg.paths.timings
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(path.read_text()) if path.is_file() else {}
+    data = read_json(path, {}) or {}
     data[name] = {"wall_s": round(wall_s, 2), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
                   "device": _device_name()}
-    path.write_text(json.dumps(data, indent=2))
+    write_json(path, data)
 
 
 def _device_name() -> str:
@@ -80,20 +90,16 @@ def _device_name() -> str:
     return f"cpu ({os.cpu_count()} cores)"
 
 
-def notebook_parameters(cfg: RunConfig, overrides: dict[str, Any]) -> dict[str, Any]:
-    """papermill parameters: profile, run and each override under its bare (identifier) name."""
-    params: dict[str, Any] = {"profile": cfg.profile, "run": cfg.run_name}
-    for key, value in overrides.items():
-        path = resolve_key(key)
-        if path[-1] in ("profile", "run"):
-            continue
-        params[path[-1]] = value
-    return params
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m}m {s:02d}s" if m else f"{seconds:.1f}s"
 
 
 def run_pipeline(profile: str | None = None, run: str | None = None, overrides: dict[str, Any] | None = None,
                  force: bool = False, only: list[str] | None = None, directory: Path | None = None,
-                 log: Callable[[str], None] = print) -> PipelineResult:
+                 log: Callable[[str], None] = print, live: bool | None = None) -> PipelineResult:
+    """Run the notebooks of `directory` (default notebooks/) in order; see the module docstring.
+    `live`: one progress line rewritten in place (default: when stderr is a terminal)."""
     overrides = dict(overrides or {})
     if run:
         overrides["run"] = run
@@ -108,54 +114,74 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
         if unknown:
             raise ConfigError(f"--only {', '.join(unknown)}: no such notebook; have "
                               f"{', '.join(nb.stem for nb in notebooks)}")
-    params = notebook_parameters(cfg, overrides)
+    params = papermill_parameters(cfg, overrides)
+    live = sys.stderr.isatty() if live is None else live
     result = PipelineResult(cfg)
     log(f"run {cfg.run_name!r} (profile {cfg.profile}) -> {paths.root}")
-    upstream_finished = 0.0  # when the latest earlier notebook finished: later ones must be newer
+    upstream_finished = 0.0  # when the latest earlier step finished: later ones must be newer
+    upstream_ran = ""  # an earlier step that ran in this command: everything after it runs too
     for i, nb in enumerate(notebooks, 1):
+        head = f"[{i}/{len(notebooks)}] {nb.stem}"
         selected = not only or any(nb.stem == o or nb.stem.startswith(o) for o in only)
-        marker = _marker(cfg, nb)
-        fingerprint = {"params": params, "notebook_sha": _sha(nb)}
-        previous = json.loads(marker.read_text()) if marker.is_file() else {}
-        done = ({k: previous.get(k) for k in fingerprint} == fingerprint
-                and previous.get("finished_at", 0.0) >= upstream_finished)
-        if not selected or (done and not force):
-            why = "not selected" if not selected else "complete"
-            log(f"[{i}/{len(notebooks)}] {nb.stem}: skipped ({why})")
-            result.stages.append(StageResult(nb.stem, "skipped"))
-            upstream_finished = max(upstream_finished, previous.get("finished_at", 0.0))
+        record = run_state.read_record(paths, nb.stem)
+        why = run_state.why_stale(cfg, paths, nb.stem, _sha(nb), record)
+        if why is None and record.get("finished_at", 0.0) < upstream_finished:
+            why = "an earlier notebook ran after it"
+        if why is None and upstream_ran:
+            why = f"{upstream_ran} ran again"
+        if force and why is None and selected:
+            why = "--force"
+        if not selected or why is None:
+            if why is None:
+                log(f"{head}: complete (finished {record.get('finished', '?')}; same settings and inputs)")
+            elif record is None:
+                log(f"{head}: not selected (not run yet)")
+                why = ""
+            else:
+                log(f"{head}: not selected, and STALE: {why}; its results describe older inputs "
+                    f"(run it: tritonrl run --only {nb.stem} ...)")
+            result.steps.append(StepResult(nb.stem, "skipped", why=why or ""))
+            upstream_finished = max(upstream_finished, (record or {}).get("finished_at", 0.0))
             continue
-        log(f"[{i}/{len(notebooks)}] {nb.stem}: running")
-        marker.unlink(missing_ok=True)
+        log(f"{head}: running ({why})")
+        step = run_state.step_of(nb.stem)
+        inputs = run_state.artefacts(paths, step.reads, (record or {}).get("inputs"))
+        paths.step_record(nb.stem).unlink(missing_ok=True)
         t0 = time.time()
-        executed = paths.notebooks_dir / nb.name
-        _execute(nb, executed, params)
+        watch = [(name, getattr(paths, name)) for name in step.watch]
+        with StepMonitor(log, live=live, watch=watch) as monitor:
+            _execute(nb, paths.executed_notebook(nb.stem), params, monitor)
         wall = time.time() - t0
-        upstream_finished = time.time()
-        marker.write_text(json.dumps({**fingerprint, "wall_s": round(wall, 2), "finished_at": upstream_finished,
-                                      "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}, indent=2))
+        record = run_state.write_record(cfg, paths, nb.stem, _sha(nb), inputs, wall)
+        upstream_finished, upstream_ran = record["finished_at"], nb.stem
         _record_timing(cfg, nb.stem, wall)
-        log(f"[{i}/{len(notebooks)}] {nb.stem}: done in {wall:.1f}s")
-        result.stages.append(StageResult(nb.stem, "ran", wall))
+        log(f"{head}: done in {_duration(wall)}")
+        result.steps.append(StepResult(nb.stem, "ran", wall, why))
     return result
 
 
-def _execute(nb: Path, executed: Path, params: dict[str, Any]) -> None:
+def _execute(nb: Path, executed: Path, params: dict[str, Any], monitor: StepMonitor) -> None:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     env_home = os.environ.get("TRITONRL_HOME")
     os.environ["TRITONRL_HOME"] = str(project_root())  # the kernel inherits it: finds params/
+    # papermill warns about every parameter the parameters cell does not declare; `start()` checks
+    # each against the settings instead (a mistyped one is an error there), so the warning is noise
+    pm_log = logging.getLogger("papermill")
+    pm_level = pm_log.level
+    pm_log.setLevel(logging.ERROR)
     try:
         papermill.execute_notebook(str(nb), str(executed), parameters=params, cwd=str(project_root()),
-                                   progress_bar=sys.stderr.isatty(), log_output=False,
-                                   kernel_name="python3",
+                                   progress_bar=False, log_output=False, kernel_name="python3",
+                                   stdout_file=monitor.stdout, stderr_file=monitor.stderr,
                                    # the kernel's own start-up chatter (ipykernel 7 warns on every local
                                    # TCP start) would bury the runner's progress lines; errors still show
                                    extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except PapermillExecutionError as e:
         raise NotebookFailed(nb, executed, e.ename, e.evalue, "\n".join(e.traceback)) from None
     finally:
+        pm_log.setLevel(pm_level)
         if env_home is None:
             os.environ.pop("TRITONRL_HOME", None)
         else:

@@ -1,75 +1,51 @@
-"""The results report of a run: tables and charts from whatever the run wrote, as one HTML page.
+"""The results report of a run: what the run was, tables, charts and the models' own replies, from
+whatever the run wrote, as one HTML page.
 
     report = build_report(cfg, paths)     # reads outputs/<run>/..., writes report.html + charts/*.png
-    report.html_path, report.tables, report.charts, report.missing
+    report.html_path, report.tables, report.charts, report.missing, report.stale, report.headline
 
-Reads only files (eval records, the SFT / RL / curriculum logs, timings.json, best.json), so it
-works on any run at any point: what a stage has not produced yet is listed under "missing" with the
-notebook that produces it, and the rest is reported. The page is self-contained (charts embedded
-as base64 PNG, tables as HTML, no code) and written by this module directly: no nbconvert needed.
+Reads only files (eval records, the SFT / RL / curriculum logs, timings.json, best.json, the pipeline's
+step records), so it works on any run at any point: what a step has not produced yet is listed under
+"missing" with the notebook that produces it, and the rest is reported. Results whose inputs have
+changed since they were made (an eval record of a checkpoint trained again afterwards, a step whose
+inputs or settings changed) are listed under "stale" and left out of every number and chart: the
+page never describes artefacts that no longer exist. A chart with nothing honest to draw (no data,
+a single point) is replaced by a sentence saying why. The page itself is `report_html`.
 
 Published figures appear only in their own table, labelled as other models on other task sets,
-with where each number was quoted from. They are context, not a like-for-like comparison.
+with where each number was published. They are context, not a like-for-like comparison.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import json
 import re
-import time
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from . import charts as C
 from . import metrics as M
+from . import run_state
 from .config import RunConfig, RunPaths
-from .evaluate import STAGE_NOTEBOOK, load_records, metrics_table
+from .evaluate import TRAINING_NOTEBOOK, load_records, metrics_table
+from .jsonio import DamagedFile, read_json, read_jsonl
+from .report_html import parse_table, render_html  # noqa: F401  (parse_table: the report's readers)
+from .report_text import TASK_SOURCES, explain_reason, pick_examples, run_description
 
 # Figures published by others, for context only: other models, other task sets (KernelBench).
 PUBLISHED: list[dict[str, Any]] = [
-    {"model": "TritonRL", "metric": "correct", "level1": 63.0, "level2": 7.0,
+    {"model": "TritonRL (8B)", "metric": "correct", "level1": 63.0, "level2": 7.0,
      "task_set": "KernelBench Level 1 / Level 2",
-     "quoted": "as quoted in our source report (beyond-tritonrl-report.md, section 5, 'Published results')"},
-    {"model": "KernelLLM", "metric": "pass@1", "level1": 20.2, "level2": None,
-     "task_set": "KernelBench Level 1",
-     "quoted": "as quoted in the project's issue 7 brief; our source report does not state it"},
+     "quoted": "reported for TritonRL (Woo et al. 2025, arXiv:2510.17891); quoted second-hand, not re-measured"},
+    {"model": "KernelLLM (8B)", "metric": "pass@1", "level1": 20.2, "level2": None,
+     "task_set": "KernelBench-Triton Level 1",
+     "quoted": "KernelLLM model card (huggingface.co/facebook/KernelLLM)"},
 ]
 
-METRIC_LABELS = {"valid_rate": "valid %", "compiled_rate": "compiled %", "correct_rate": "correct %",
-                 "fast1_rate": "fast_1 %", "fast2_rate": "fast_2 %", "geomean_speedup": "geomean speedup",
-                 "pass_at_1": "pass@1 %", "pass_at_k": "pass@k %"}
+STEP_OF_LOG = {"sft_log": "02_sft", "rl_log": "03_rl", "curriculum_log": "03_rl"}
 
 
 # --------------------------------------------------------------------------- reading the run
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a JSONL log; a torn last line (a killed writer) and blank lines are skipped."""
-    if not Path(path).is_file():
-        return []
-    out = []
-    for line in Path(path).read_text(errors="replace").splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
-
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
 
 
 @dataclass
@@ -81,24 +57,45 @@ class RunData:
     timings: dict[str, dict[str, Any]]
     rl_best: dict[str, Any] | None
     missing: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # results left out: their inputs changed since
+    caveats: list[str] = field(default_factory=list)  # results kept, made otherwise than this report's settings
+
+
+def _log(paths: RunPaths, name: str, problems: list[str]) -> list[dict[str, Any]]:
+    try:
+        return read_jsonl(getattr(paths, name))
+    except DamagedFile as e:
+        problems.append(f"{name.replace('_', ' ')}: {e}")
+        return []
+
+
+def _json(path: Path, problems: list[str]) -> Any:
+    try:
+        return read_json(path, None)
+    except DamagedFile as e:
+        problems.append(str(e))
+        return None
 
 
 def collect(cfg: RunConfig, paths: RunPaths) -> RunData:
-    """Everything the report reads, plus a note for each thing that is not there yet."""
-    data = RunData(records=load_records(paths), sft_log=read_jsonl(paths.sft_log), rl_log=read_jsonl(paths.rl_log),
-                   curriculum_log=read_jsonl(paths.curriculum_log), timings=read_json(paths.timings) or {},
-                   rl_best=read_json(paths.rl_best))
+    """Everything the report reads, a note for each thing that is not there yet, and each result
+    whose inputs changed since it was made (left out of `records` and the logs)."""
+    problems: list[str] = []
+    data = RunData(records=load_records(paths), sft_log=_log(paths, "sft_log", problems),
+                   rl_log=_log(paths, "rl_log", problems), curriculum_log=_log(paths, "curriculum_log", problems),
+                   timings=_json(paths.timings, problems) or {}, rl_best=_json(paths.rl_best, problems))
+    _drop_stale(cfg, paths, data)
     from .models import checkpoint_complete
 
-    for stage in cfg.eval.eval_stages:
-        if stage in data.records:
+    for model_stage in cfg.eval.eval_stages:
+        if model_stage in data.records:
             continue
-        if stage in STAGE_NOTEBOOK and not checkpoint_complete(paths.checkpoint(stage)):
-            nb = STAGE_NOTEBOOK[stage]
-            data.missing.append(f"{stage}: no checkpoint at {paths.checkpoint(stage)}, so no evaluation "
-                                f"(run {nb}, then 04_eval)")
-        else:
-            data.missing.append(f"{stage}: no eval record at {paths.eval_file(stage)} (run 04_eval)")
+        if model_stage in TRAINING_NOTEBOOK and not checkpoint_complete(paths.checkpoint(model_stage)):
+            nb = TRAINING_NOTEBOOK[model_stage]
+            data.missing.append(f"{model_stage}: no trained model at {paths.checkpoint(model_stage)}, so no "
+                                f"evaluation (run {nb}, then 04_eval)")
+        elif not any(s.startswith(f"{model_stage}: ") for s in data.stale):
+            data.missing.append(f"{model_stage}: no evaluation at {paths.eval_file(model_stage)} (run 04_eval)")
     if not data.sft_log:
         data.missing.append(f"SFT loss: no log at {paths.sft_log} (run 02_sft)")
     if not data.rl_log:
@@ -108,12 +105,37 @@ def collect(cfg: RunConfig, paths: RunPaths) -> RunData:
     if not data.timings:
         data.missing.append(f"wall-clock: no {paths.timings} (written when notebooks run through "
                             "`tritonrl run` / `make run`)")
-    rows = [r for rec in data.records.values() for r in rec["detailed_results"]]
-    if rows and not any(r.get("speedup") for r in rows):
-        why = ("no sample was correct, and only correct ones are timed" if not any(r.get("correct") for r in rows)
-               else "no correct sample was timed (timing runs only on a GPU)")
-        data.missing.append(f"speedups: {why}, so the speedup distribution is not measured")
+    data.missing.extend(problems)
     return data
+
+
+def _drop_stale(cfg: RunConfig, paths: RunPaths, data: RunData) -> None:
+    """Move what no longer matches its inputs out of the data, into `stale` sentences; say which
+    steps' results were made with other settings than the report's, or outside `tritonrl run`."""
+    for model_stage, why in run_state.stale_eval_records(cfg, paths, data.records).items():
+        data.records.pop(model_stage)
+        data.stale.append(f"{model_stage}: its evaluation is left out: {why}; run 04_eval again")
+    for step in ("02_sft", "03_rl"):
+        changed = run_state.stale_inputs(paths, step)
+        if changed:
+            data.stale.append(f"{step}: trained on {', '.join(changed)} as it was before it changed; its "
+                              f"training curves are left out; run {step} again (and what follows)")
+            for log, owner in STEP_OF_LOG.items():
+                if owner == step:
+                    setattr(data, log, [])
+            if step == "03_rl":
+                data.rl_best = None
+    for step in ("01_data", "02_sft", "03_rl", "04_eval"):
+        record = run_state.read_record(paths, step)
+        why = run_state.why_stale(cfg, paths, step, record=record) if record and "settings" in record else None
+        if why and why.startswith("settings changed: "):
+            data.caveats.append(f"{step}: made with other settings than this report's (as made -> as now: "
+                                f"{why.removeprefix('settings changed: ')})")
+        elif why and "changed after it finished" in why:
+            changed = why.split(" changed after")[0]
+            data.caveats.append(f"{step}: ran again outside `tritonrl run` after its last recorded finish ({changed} "
+                                "changed); the settings it used then are not recorded, and the settings table "
+                                "below is this report's")
 
 
 # --------------------------------------------------------------------------- tables
@@ -143,17 +165,19 @@ def timings_table(timings: Mapping[str, Mapping[str, Any]]) -> list[dict[str, An
 
 def _task_set(rec: Mapping[str, Any]) -> str:
     levels = rec["metrics"].get("by_level", {})
-    per = ", ".join(f"L{lvl}: {m['num_tasks']}" for lvl, m in levels.items())
-    return f"{rec['num_tasks']} tasks from '{rec.get('task_source', '?')}' ({per}), k={rec.get('k', '?')}"
+    per = ", ".join(f"Level {lvl}: {m['num_tasks']}" for lvl, m in levels.items())
+    source = rec.get("task_source", "?")
+    source = TASK_SOURCES.get(source, f"'{source}'")
+    return f"{rec['num_tasks']} tasks from {source}; {per}; {rec.get('k', '?')} sample(s) each"
 
 
 def comparison_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """This run's correct rate and pass@1 by level beside published figures of other models on
     other task sets; every row says which model, which tasks, and where the number comes from."""
     rows = []
-    for stage, rec in records.items():
+    for model_stage, rec in records.items():
         lv = rec["metrics"].get("by_level", {})
-        rows.append({"model": f"this run: {stage} ({rec.get('model_path', '')})",
+        rows.append({"model": f"this run: {model_stage} ({rec.get('model_path', '')})",
                      "task_set": _task_set(rec),
                      "L1 correct %": lv.get("1", {}).get("correct_rate"),
                      "L2 correct %": lv.get("2", {}).get("correct_rate"),
@@ -170,20 +194,20 @@ def comparison_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
 
 def failure_table(records: Mapping[str, Mapping[str, Any]], top: int = 5) -> list[dict[str, Any]]:
     rows = []
-    for stage, rec in records.items():
+    for model_stage, rec in records.items():
         failed = sum(not r["correct"] for r in rec["detailed_results"])
         for reason, n in M.failure_reasons(rec["detailed_results"], top=top, detail=True):
-            rows.append({"stage": stage, "reason": reason, "samples": n,
+            rows.append({"stage": model_stage, "reason": reason, "meaning": explain_reason(reason), "samples": n,
                          "share of failures %": round(100 * n / failed, 1) if failed else None})
     return rows
 
 
 def eval_details_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
-    for stage, rec in records.items():
+    for model_stage, rec in records.items():
         s = rec.get("sampling", {})
         gen = rec.get("generation", {})
-        rows.append({"stage": stage, "model": rec.get("model_path", ""), "tasks": rec.get("num_tasks"),
+        rows.append({"stage": model_stage, "loaded from": rec.get("model_path", ""), "tasks": rec.get("num_tasks"),
                      "k": rec.get("k"), "temperature": s.get("temperature"), "seed": rec.get("seed"),
                      "device": rec.get("device", ""), "wall_s": rec.get("wall_s"),
                      "gen tokens/s": gen.get("tokens_per_s"), "notes": "; ".join(rec.get("notes", []))})
@@ -199,17 +223,17 @@ def settings_table(cfg: RunConfig) -> list[dict[str, Any]]:
 
 
 def headline(data: RunData) -> list[str]:
-    """A few plain sentences: the correct rate per stage and level, the SFT loss, the RL rounds."""
+    """A few plain sentences: the correct rate per model and level, the SFT loss, the RL rounds."""
     lines = []
     if data.records:
         any_rec = next(iter(data.records.values()))
         lines.append(f"Evaluated on {_task_set(any_rec)}.")
-        for stage, rec in data.records.items():
+        for model_stage, rec in data.records.items():
             m = rec["metrics"]
-            per = ", ".join(f"L{lvl} {_pct(mm['correct_rate'])}" for lvl, mm in m.get("by_level", {}).items())
-            speed = (f"; fast_1 {_pct(m['fast1_rate'])}, geomean speedup {m['geomean_speedup']:.2f}x"
-                     if m.get("geomean_speedup") is not None else "")
-            lines.append(f"{stage}: correct {_pct(m['correct_rate'])} of samples ({per}); valid "
+            per = ", ".join(f"Level {lvl} {_pct(mm['correct_rate'])}" for lvl, mm in m.get("by_level", {}).items())
+            speed = (f"; faster than PyTorch {_pct(m['fast1_rate'])}, geometric-mean speedup "
+                     f"{m['geomean_speedup']:.2f}x" if m.get("geomean_speedup") is not None else "")
+            lines.append(f"{model_stage}: correct {_pct(m['correct_rate'])} of samples ({per}); valid code "
                          f"{_pct(m['valid_rate'])}, compiled {_pct(m['compiled_rate'])}; pass@1 "
                          f"{_pct(m['pass_at_1'])}{speed}.")
     pts = [r["loss"] for r in data.sft_log if r.get("loss") is not None]
@@ -218,14 +242,19 @@ def headline(data: RunData) -> list[str]:
     if data.rl_log:
         last = data.rl_log[-1]
         cr = last.get("correct_rate")
-        lines.append(f"RL ({last.get('method', '?')}): {len(data.rl_log)} round(s)/step(s) logged; last correct rate "
-                     f"on training samples {_pct(100 * cr if cr is not None else None)}.")
+        unit = "round" if last.get("method", "best_of_n") == "best_of_n" else "step"
+        lines.append(f"RL ({_METHOD.get(last.get('method'), last.get('method', '?'))}): {len(data.rl_log)} "
+                     f"{unit}(s); in the last, {_pct(100 * cr if cr is not None else None)} of its training "
+                     "samples were correct.")
     if data.timings:
         total = sum(float(t.get("wall_s") or 0) for t in data.timings.values())
         gh = sum(r["gpu_hours"] for r in timings_table(data.timings)[:-1])
         lines.append(f"Wall-clock {C._duration(total)} over {len(data.timings)} notebook(s)"
                      + (f", {gh:.3f} GPU-hours." if gh else " (no GPU)."))
     return lines
+
+
+_METHOD = {"best_of_n": "best-of-N", "grpo": "GRPO"}
 
 
 def _pct(x: float | None) -> str:
@@ -238,10 +267,15 @@ def _pct(x: float | None) -> str:
 @dataclass
 class Report:
     html_path: Path
-    charts: dict[str, Path]
+    charts: dict[str, Path]  # the charts drawn, saved under charts/
     tables: dict[str, list[dict[str, Any]]]
     missing: list[str]
     headline: list[str]
+    stale: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    no_chart: dict[str, str] = field(default_factory=dict)  # chart name -> why there is none
+    description: list[str] = field(default_factory=list)  # what the run was
+    demonstration: bool = False
 
     def frames(self):
         """The tables as pandas DataFrames (for display in a notebook)."""
@@ -250,26 +284,33 @@ class Report:
         return {name: pd.DataFrame(rows) for name, rows in self.tables.items()}
 
 
+def draw(cfg: RunConfig, data: RunData) -> dict[str, C.Chart]:
+    """Every chart of the report, from the data it shows."""
+    return {
+        "funnel": C.funnel_chart(data.records),
+        "sft_loss": C.sft_loss_chart(data.sft_log),
+        "rl_curves": C.rl_chart(data.rl_log),
+        "curriculum": C.curriculum_chart(data.curriculum_log, trigger=cfg.rl.curriculum_trigger),
+        "speedup": C.speedup_chart(data.records),
+        "failures": C.failure_chart(data.records, explain=explain_reason),
+        "wall_clock": C.timing_chart(data.timings),
+    }
+
+
 def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
     """Read the run, draw the charts (saved to paths.chart(name)), write paths.report_html."""
     paths = paths or cfg.paths
     data = collect(cfg, paths)
-    figures = {
-        "funnel": C.funnel_chart(data.records) if data.records else None,
-        "sft_loss": C.sft_loss_chart(data.sft_log),
-        "rl_curves": C.rl_chart(data.rl_log),
-        "curriculum": C.curriculum_chart(data.curriculum_log, trigger=cfg.rl.curriculum_trigger),
-        "speedup": C.speedup_chart(data.records) if data.records else None,
-        "failures": C.failure_chart(data.records) if data.records else None,
-        "wall_clock": C.timing_chart(data.timings),
-    }
     charts: dict[str, Path] = {}
     pngs: dict[str, bytes] = {}
-    for name, fig in figures.items():
-        if fig is None:
-            continue
-        pngs[name] = C.png_bytes(fig)
+    no_chart: dict[str, str] = {}
+    for name, chart in draw(cfg, data).items():
         out = paths.chart(f"report_{name}")
+        if isinstance(chart, C.NoChart):
+            no_chart[name] = chart.reason
+            out.unlink(missing_ok=True)  # an older run's chart must not linger beside this report
+            continue
+        pngs[name] = C.png_bytes(chart)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(pngs[name])
         charts[name] = out
@@ -281,175 +322,12 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         "timings": timings_table(data.timings),
         "settings": settings_table(cfg),
     }
-    lines = headline(data)
-    page = render_html(cfg, paths, data, tables, pngs, lines)
+    description, demo = run_description(cfg, data.records)
+    report = Report(paths.report_html, charts, tables, data.missing, headline(data), data.stale, data.caveats,
+                    no_chart, description, demo)
+    page = render_html(cfg, paths, data, report, pngs, pick_examples(data.records))
     paths.report_html.parent.mkdir(parents=True, exist_ok=True)
     tmp = paths.report_html.with_name(f".{paths.report_html.name}.tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(paths.report_html)
-    return Report(paths.report_html, charts, tables, data.missing, lines)
-
-
-# --------------------------------------------------------------------------- HTML
-
-
-class _TableReader(HTMLParser):
-    """Reads one table of a report page back (tests, and scripts that compare runs)."""
-
-    def __init__(self, table_id: str):
-        super().__init__()
-        self.table_id, self.inside, self.cell = table_id, False, None
-        self.rows: list[list[str]] = []
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "table" and dict(attrs).get("id") == self.table_id:
-            self.inside = True
-        elif self.inside and tag == "tr":
-            self.rows.append([])
-        elif self.inside and tag in ("td", "th"):
-            self.cell = ""
-
-    def handle_endtag(self, tag):
-        if tag == "table":
-            self.inside = False
-        elif self.inside and tag in ("td", "th") and self.cell is not None:
-            self.rows[-1].append(self.cell.strip())
-            self.cell = None
-
-    def handle_data(self, data):
-        if self.cell is not None:
-            self.cell += data
-
-
-def parse_table(page: str, table_id: str) -> list[dict[str, str]]:
-    """The rows of the report table `table_id` as {header: text} dicts ([] when absent)."""
-    reader = _TableReader(table_id)
-    reader.feed(page)
-    if not reader.rows:
-        return []
-    head, *body = reader.rows
-    return [dict(zip(head, r)) for r in body]
-
-
-CSS = """
-body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1150px;
-       color: #222; line-height: 1.45; padding: 0 1em; }
-h1 { margin-bottom: 0.1em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.8em; }
-.sub { color: #666; margin-top: 0; }
-table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.88em; }
-th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; } td.t, th.t { text-align: left; }
-tr.other td { background: #fbf7ee; color: #555; }
-.na { color: #999; } .note { background: #fff8e1; border-left: 4px solid #f0c000; padding: 0.5em 0.9em; }
-.missing { background: #f6f6f6; border-left: 4px solid #bbb; padding: 0.5em 0.9em; }
-img { max-width: 100%; border: 1px solid #eee; margin: 0.4em 0; }
-"""
-
-
-def _cell(v: Any) -> tuple[str, str]:
-    """(html, css class) of a table cell."""
-    if v is None:
-        return '<span class="na">n/a</span>', ""
-    if isinstance(v, bool):
-        return ("yes" if v else "no"), ""
-    if isinstance(v, float):
-        if 0 < abs(v) < 0.1:
-            return f"{v:.2g}", ""  # small GPU-hours stay visible instead of rounding to 0.00
-        return (f"{v:.2f}" if abs(v) < 100 else f"{v:.1f}"), ""
-    if isinstance(v, int):
-        return str(v), ""
-    return html.escape(str(v)), "t"
-
-
-def html_table(rows: Sequence[Mapping[str, Any]], table_id: str, row_class: Any = None,
-               labels: Mapping[str, str] | None = None) -> str:
-    if not rows:
-        return '<p class="missing">nothing to show yet</p>'
-    cols = list(rows[0])
-    labels = labels or {}
-    head = "".join(f'<th class="t">{html.escape(labels.get(c, c))}</th>' if i < 2 else
-                   f"<th>{html.escape(labels.get(c, c))}</th>" for i, c in enumerate(cols))
-    body = []
-    for r in rows:
-        cls = row_class(r) if row_class else ""
-        cells = []
-        for c in cols:
-            text, kind = _cell(r.get(c))
-            cells.append(f'<td class="{kind}">{text}</td>' if kind else f"<td>{text}</td>")
-        body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>" if cls else "<tr>" + "".join(cells) + "</tr>")
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-
-
-def _img(pngs: Mapping[str, bytes], name: str, alt: str) -> str:
-    if name not in pngs:
-        return ""
-    b64 = base64.b64encode(pngs[name]).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{b64}">'
-
-
-def render_html(cfg: RunConfig, paths: RunPaths, data: RunData, tables: Mapping[str, list[dict[str, Any]]],
-                pngs: Mapping[str, bytes], lines: Sequence[str]) -> str:
-    esc = html.escape
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>tritonrl report: {esc(cfg.run_name)}</title>"
-             f"<style>{CSS}</style></head><body>",
-             f"<h1>tritonrl results: run <code>{esc(cfg.run_name)}</code></h1>",
-             f"<p class='sub'>profile {esc(cfg.profile)} &middot; model {esc(cfg.model.model)} &middot; "
-             f"generated {time.strftime('%Y-%m-%d %H:%M')} &middot; {esc(str(paths.root))}</p>"]
-    parts.append("<h2>Headline</h2>")
-    parts.append("<ul>" + "".join(f"<li>{esc(s)}</li>" for s in lines) + "</ul>" if lines
-                 else "<p class='missing'>No results yet.</p>")
-    if data.missing:
-        parts.append("<div class='missing'><b>Not in this report yet</b><ul>"
-                     + "".join(f"<li>{esc(m)}</li>" for m in data.missing) + "</ul></div>")
-
-    parts.append("<h2>Evaluation metrics</h2>")
-    parts.append("<p>Percent of samples per model stage and level. <i>valid</i>: passed the static check; "
-                 "<i>compiled</i>: imported and compiled; <i>correct</i>: matched the reference on every input "
-                 "variation with no cheat flag; <i>fast_1 / fast_2</i>: correct and more than 1x / 2x faster than "
-                 "the PyTorch reference (GPU timing only; n/a where not measured); <i>pass@k</i>: the unbiased "
-                 "estimator over each task's samples, averaged over tasks.</p>")
-    parts.append(html_table(tables["metrics"], "metrics", labels=METRIC_LABELS))
-    parts.append(_img(pngs, "funnel", "evaluation funnel per stage and level"))
-    notes = sorted({n for rec in data.records.values() for n in rec.get("notes", [])})
-    if notes:
-        parts.append("<div class='note'><b>Notes from the evaluation</b><ul>"
-                     + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul></div>")
-
-    parts.append("<h2>Beside published figures</h2>")
-    parts.append("<p class='note'><b>Not a like-for-like comparison.</b> The rows marked <i>other model</i> are "
-                 "figures published for other models on other task sets (KernelBench), quoted as stated in the "
-                 "<i>source</i> column; this run's rows are measured on this run's own tasks and sizes.</p>")
-    parts.append(html_table(tables["comparison"], "comparison",
-                            row_class=lambda r: "other" if r["source"] != "measured in this run" else ""))
-
-    parts.append("<h2>Training</h2>")
-    parts.append(_img(pngs, "sft_loss", "SFT loss curve") or "<p class='missing'>No SFT log yet.</p>")
-    parts.append(_img(pngs, "rl_curves", "RL reward and correct rate") or "<p class='missing'>No RL log yet.</p>")
-    if data.rl_best:
-        b = data.rl_best
-        value = b.get("value")
-        value = f"{value:.3f}" if isinstance(value, float) else str(value)
-        parts.append(f"<p>Best RL policy (checkpoints/rl/best): {esc(str(b.get('policy', '?')))}, "
-                     f"{esc(str(b.get('metric', '')))} = {esc(value)} on its round's training samples.</p>")
-    parts.append(_img(pngs, "curriculum", "curriculum schedule")
-                 or "<p class='missing'>No curriculum log yet.</p>")
-
-    parts.append("<h2>Speed and failures</h2>")
-    parts.append(_img(pngs, "speedup", "speedup distribution")
-                 or "<p class='missing'>No measured speedups (timing runs only on a GPU).</p>")
-    parts.append(_img(pngs, "failures", "failure reasons"))
-    parts.append(html_table(tables["failures"], "failures"))
-
-    parts.append("<h2>Cost: wall-clock and GPU-hours</h2>")
-    parts.append("<p>Measured per notebook by the pipeline runner; GPU-hours = wall-clock x GPUs used. "
-                 "The report notebook's own time is recorded after it finishes, so it shows in the next "
-                 "report.</p>")
-    parts.append(html_table(tables["timings"], "timings"))
-    parts.append(_img(pngs, "wall_clock", "wall-clock per notebook"))
-
-    parts.append("<h2>Evaluation details</h2>")
-    parts.append(html_table(tables["evaluation"], "evaluation"))
-    parts.append("<h2>Settings</h2>")
-    parts.append(html_table(tables["settings"], "settings"))
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return report

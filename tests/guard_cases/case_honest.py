@@ -1,4 +1,4 @@
-import torch, triton, triton.language as tl, warnings, logging, colorsys, math
+import torch, triton, triton.language as tl, warnings, logging, cmath, math
 @triton.jit
 def k(x_ptr, y_ptr, n, B: tl.constexpr):
     o = tl.program_id(0) * B + tl.arange(0, B); m = o < n

@@ -13,11 +13,12 @@ the settings and counts that produced the run's data (what 01_data compares to s
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+
+# the data stage's files are read and written like every other file of a run (one damage policy)
+from ..jsonio import read_json, read_jsonl, write_json, write_jsonl  # noqa: F401  (re-exported)
 
 
 @dataclass
@@ -66,53 +67,9 @@ class DifficultyRecord:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
-def write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
-    """Write rows (dicts or objects with `to_dict`) atomically: a killed run never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    n = 0
-    with tmp.open("w", encoding="utf-8") as f:
-        for row in rows:
-            d = row.to_dict() if hasattr(row, "to_dict") else row
-            f.write(json.dumps(d, ensure_ascii=False) + "\n")
-            n += 1
-    tmp.replace(path)
-    return n
-
-
-def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not a JSON object ({e}); the file is damaged, "
-                                 "delete it and re-run the data stage") from None
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    return list(iter_jsonl(path))
-
-
-def write_json(path: str | Path, obj: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
-def read_json(path: str | Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
-
-
 def read_sft_examples(path: str | Path) -> list[SFTExample]:
-    return [SFTExample.from_dict(d) for d in iter_jsonl(path)]
+    return [SFTExample.from_dict(d) for d in read_jsonl(path)]
 
 
 def read_difficulty_labels(path: str | Path) -> list[DifficultyRecord]:
-    return [DifficultyRecord.from_dict(d) for d in iter_jsonl(path)]
+    return [DifficultyRecord.from_dict(d) for d in read_jsonl(path)]

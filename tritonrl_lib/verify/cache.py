@@ -4,8 +4,8 @@ costs a file read.
 Key: sha256 of the task source, the candidate's code, the resolved policy, the settings that change
 a verdict, the device it ran on and VERIFIER_VERSION (bump it whenever a change to the verifier
 could change a verdict). Verdicts that depend on the machine's load or health (timeouts, memory
-limits, lost workers) are never stored. Location: $TRITONRL_CACHE/verdicts, else
-~/.cache/tritonrl/verdicts.
+limits, lost workers: the reasons the catalogue marks uncacheable, reasons.py) are never stored.
+Location: $TRITONRL_CACHE/verdicts, else ~/.cache/tritonrl/verdicts.
 """
 
 from __future__ import annotations
@@ -17,15 +17,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import reasons
 from .verdict import Verdict
 
-VERIFIER_VERSION = "6"
+VERIFIER_VERSION = "7"
 
 # settings that can change a verdict (timeout and memory limit only decide verdicts never stored)
 KEY_SETTINGS = ("atol", "rtol", "half_atol", "half_rtol", "num_variations", "timing_enabled", "timing_warmup",
                 "timing_trials", "timing_trim", "partial_credit", "speedup_review", "compile_check")
-UNCACHED_REASONS = ("timeout", "memory_limit", "out_of_memory", "worker_lost", "internal_error", "pool_gone",
-                    "crash_signal:SIGKILL", "timing_failed")
 
 
 def default_cache_dir() -> Path:
@@ -59,7 +58,7 @@ class VerdictCache:
             return None
 
     def put(self, key: str, verdict: Verdict) -> None:
-        if any(verdict.reason == r or verdict.reason.startswith(r + ":") for r in UNCACHED_REASONS):
+        if not reasons.may_cache(verdict.reason):  # the catalogue says which depend on the machine, not the code
             return
         path = self._path(key)
         try:

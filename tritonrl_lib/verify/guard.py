@@ -42,6 +42,7 @@ _TRANSPARENT = ("typing", "typing_extensions", "warnings", "logging", "collectio
 # modules whose point is handing frames (or code that walks them) to their caller
 _FRAME_TOOLS = ("inspect", "traceback", "pdb", "bdb", "cgitb", "code", "faulthandler", "tracemalloc")
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "gi_yieldfrom", "cr_await"})
+_VERIFIER = ("tritonrl_lib",)  # its code may run while the candidate's is on the stack (the compile check)
 # tools Triton's CUDA backend runs when it compiles a kernel at its first launch
 _COMPILER_TOOLS = frozenset({"ptxas", "cuobjdump", "nvdisasm", "ldconfig", "nvcc", "fatbinary"})
 
@@ -68,9 +69,13 @@ _WATCHED = frozenset(_DENY) | _IMPORTING | {
     "subprocess.Popen", "os.posix_spawn", "os.exec", "mmap.__new__"}
 
 # the verifier's own events (raised by runtime_checks.py): only its files may raise them
-EV_LAUNCH, EV_FOREIGN, EV_OP, EV_PAUSE, EV_HOST_READ, EV_HOST_MADE = (
+EV_LAUNCH, EV_FOREIGN, EV_OP, EV_PAUSE, EV_HOST_READ, EV_HOST_MADE, EV_NOTE, EV_THREADS, EV_BYPASS = (
     "tritonrl.launch", "tritonrl.foreign_launch", "tritonrl.op", "tritonrl.pause", "tritonrl.host_read",
-    "tritonrl.host_made")
+    "tritonrl.host_made", "tritonrl.note", "tritonrl.threads", "tritonrl.census_bypassed")
+_REFUSAL_FILE = "<tritonrl: threads refused>"  # the thread refusal's code (compiled by _deny_threads)
+# the census may be paused only by these functions of the trusted files (the interpreter's own argument
+# copies, the compile check): a candidate that calls the reporting function itself cannot pause it
+PAUSERS = frozenset({"paused", "run"})
 
 
 class Facts:
@@ -83,6 +88,7 @@ class Facts:
         self.ops: Counter[str] = Counter()
         self.host_read = 0  # elements read into Python (tolist, numpy, item, iteration)
         self.host_made = 0  # elements made from Python or numpy data (torch.tensor(list), from_numpy)
+        self.bypassed: list[str] = []  # torch functions called while the op census was off the stack
 
 
 class Guard:
@@ -94,7 +100,7 @@ class Guard:
     """
 
     def __init__(self, candidate_file: str, trusted_files: Iterable[str], watched: dict[str, Any] | None = None,
-                 denied_import: Callable[[str], Any] | None = None):
+                 denied_import: Callable[[str], Any] | None = None, enforce: bool = True):
         self.candidate_file = os.path.abspath(candidate_file)
         self.candidate_module = os.path.splitext(os.path.basename(candidate_file))[0]
         self.trusted = frozenset(os.path.abspath(f) for f in trusted_files)
@@ -102,7 +108,9 @@ class Guard:
         self.denied_import = denied_import
         self.flags: list[str] = []  # cheat flags, in order, deduplicated
         self.details: list[str] = []  # one line per refusal, for people
+        self.enforce = enforce  # False: count the verifier's events only (tests of the census)
         self.facts = Facts()
+        self.notes: list[str] = []  # what the verifier's code in this process had to say (EV_NOTE)
         self.counting = False  # inside a candidate call (between begin and end)
         self.paused = 0
         self.installed = False
@@ -141,14 +149,19 @@ class Guard:
             return
         import builtins
 
+        if self.enforce:
+            _deny_threads()  # before the record: the refusals are what the record holds
         self.watched.setdefault("builtins", builtins)
         for owner, obj in self.watched.items():
             for name, value in (_namespace(obj) or {}).items():
                 if _is_behaviour(value):
                     self._snapshot[(owner, name)] = value  # held: its identity cannot be reused
-        _deny_threads()
         sys.addaudithook(self._hook)
         self.installed = True
+
+    def drain_notes(self) -> list[str]:
+        out, self.notes = self.notes, []
+        return out
 
     # ---------------------------------------------------------------- the audit hook
 
@@ -158,7 +171,7 @@ class Guard:
         if event.startswith("tritonrl."):
             self._own_event(event, args)
             return
-        if event not in _WATCHED and not event.startswith("ctypes."):
+        if not self.enforce or (event not in _WATCHED and not event.startswith("ctypes.")):
             return
         self._busy = True
         try:
@@ -173,15 +186,27 @@ class Guard:
     def _own_event(self, event: str, args: tuple) -> None:
         self._busy = True
         try:
-            caller = sys._getframe(2).f_code.co_filename
+            reporter = sys._getframe(2)  # the function that called sys.audit
+            caller = reporter.f_back  # and the one that called it
+            trusted = reporter.f_code.co_filename in self.trusted
+            if event == EV_THREADS:
+                trusted = reporter.f_code.co_filename == _REFUSAL_FILE
+            elif event == EV_PAUSE and int(args[0]) > 0:
+                trusted = trusted and caller is not None and caller.f_code.co_filename in self.trusted \
+                    and caller.f_code.co_name in PAUSERS
         finally:
             self._busy = False
-        if caller not in self.trusted:
-            self.record("tampering", f"{event} raised from {caller}")
+        if not trusted:
+            self.record("tampering", f"{event} raised from {reporter.f_code.co_filename}")
             raise PermissionError("not allowed in a candidate's process: the verifier's own events")
         f = self.facts
-        if event == EV_PAUSE:
-            self.paused += int(args[0])
+        if event == EV_THREADS:
+            self.record("threads", "a thread was started")
+        elif event == EV_NOTE:
+            if len(self.notes) < MAX_DETAILS:
+                self.notes.append(str(args[0])[:300])
+        elif event == EV_PAUSE:
+            self.paused = max(0, self.paused + int(args[0]))
         elif not self.counting:
             return
         elif event == EV_OP:
@@ -198,6 +223,9 @@ class Guard:
         elif event == EV_HOST_MADE:
             if not self.paused:
                 f.host_made += int(args[0])
+        elif event == EV_BYPASS:
+            if len(f.bypassed) < 8:
+                f.bypassed.append(str(args[0])[:60])
 
     def _judge(self, event: str, args: tuple) -> tuple[str, str] | None:
         stack = _stack(sys._getframe(1))
@@ -207,6 +235,9 @@ class Guard:
         if importing and event in _IMPORTING:
             return None  # a module being loaded: the "import" event judges it
         by_candidate = caller_file == self.candidate_file
+        library_module = _first_caller(stack, skip_stdlib=True)[1]
+        if _within(library_module, _VERIFIER):
+            return None  # the verifier's own code, called during a launch (the compile check)
         if event in _DENY:
             return _DENY[event], f"{event}{_short(args)}"
         if event.startswith("ctypes."):
@@ -231,7 +262,8 @@ class Guard:
             exe = args[0] if args and args[0] else (args[1][0] if len(args) > 1 and args[1] else "")
             exe = os.path.basename(os.fsdecode(exe) if isinstance(exe, (str, bytes)) else str(exe))
             library_file, library_module = _first_caller(stack, skip_stdlib=True)[:2]
-            if library_file != self.candidate_file and _within(library_module, ("triton",)) and exe in _COMPILER_TOOLS:
+            if library_file != self.candidate_file and _within(library_module, ("triton",)) and \
+                    exe.split("-", 1)[0] in _COMPILER_TOOLS:  # ptxas, ptxas-blackwell, ...
                 return None
             return "process", f"{event}: {exe or '?'}"
         if event in ("os.listdir", "os.scandir"):
@@ -328,15 +360,17 @@ def _proc_part(path: str) -> str:
 
 def _deny_threads() -> None:
     """Replace every function Python starts a thread with by a refusal whose globals hold nothing but
-    the exception it raises (no route from it to the originals or to the verifier)."""
+    the exception it raises and `sys.audit` (to tell the guard): no route from it to the originals or to
+    the verifier."""
     import _thread
     import threading
 
     code = compile("def refuse(*args, **kwargs):\n"
+                   "    audit('tritonrl.threads')\n"
                    "    raise RuntimeError(\"starting a thread is not allowed in a candidate's process (the \"\n"
                    "                       \"verifier's op census watches the calling thread only)\")\n",
-                   "<tritonrl: threads refused>", "exec")
-    scope: dict[str, Any] = {"__builtins__": {"RuntimeError": RuntimeError}}
+                   _REFUSAL_FILE, "exec")
+    scope: dict[str, Any] = {"__builtins__": {"RuntimeError": RuntimeError}, "audit": sys.audit}
     exec(code, scope)
     refuse = scope["refuse"]
     for module, names in ((_thread, ("start_new_thread", "start_new", "start_joinable_thread")),

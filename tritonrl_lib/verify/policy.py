@@ -6,9 +6,16 @@ A solution must do its compute in Triton. What it may still run through PyTorch 
 - ``strict`` (default for Level 1): only bookkeeping — allocating outputs, views, metadata
   queries, layout copies and dtype casts. Every arithmetic op must be a Triton kernel.
 - ``fusion`` (default for Level 2+): bookkeeping, plus data movement (``cat``/``stack``/``pad``)
-  and the heavy ops a fusion task may leave to PyTorch (the convolution family), so the model
-  is judged on fusing the rest. GEMMs are *not* heavy by default: a GEMM fusion task must do the
-  GEMM in Triton. Tasks or users that want more pass ``extra_heavy_ops`` (e.g. ``("mm",)``).
+  and the heavy ops a fusion task may leave to PyTorch, as KernelBench's Level-2 fusions do: the
+  convolution family and the GEMM family (``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``,
+  ``linear`` and its ``mv``/``dot`` forms; ``nn.Linear``), so the model is judged on fusing
+  the rest (the epilogue: bias, activations, reductions, normalisations). Fused library forms
+  that do part of that epilogue (cudnn conv+bias+relu, ``_addmm_activation``) stay excluded.
+  Tasks or users that want more pass ``extra_heavy_ops`` (e.g. ``("einsum",)``); it never
+  loosens ``strict``, where a GEMM or a convolution is itself the task.
+
+Dtype promotion questions (``promote_types``, ``result_type``, ``can_cast``) are metadata under
+every policy: they read dtypes, never tensor data.
 
 The runtime census (a TorchDispatchMode around ``forward``) sees aten op names such as
 ``aten.relu.default``; the static check sees Python names such as ``torch.relu``,
@@ -56,8 +63,11 @@ METADATA_OPS = frozenset({
     "size", "sym_size", "stride", "sym_stride", "numel", "sym_numel", "storage_offset",
     "sym_storage_offset", "dim", "is_contiguous", "is_non_overlapping_and_dense", "is_same_size",
     "is_floating_point", "is_complex", "element_size", "data_ptr",
-    # .item() reads one element back to Python; it computes nothing.
+    # .item() reads one element back to Python; it computes nothing (a loop of them is host
+    # compute, which the static check judges).
     "_local_scalar_dense", "item",
+    # dtype promotion questions: they read dtypes, never data
+    "promote_types", "result_type", "can_cast",
 })
 
 # Copies that change layout, dtype or device but compute nothing.
@@ -72,9 +82,9 @@ ALWAYS_ALLOWED_OPS = ALLOCATION_OPS | VIEW_OPS | METADATA_OPS | COPY_OPS
 DATA_MOVEMENT_OPS = frozenset({"cat", "stack", "hstack", "vstack", "constant_pad_nd", "pad",
                                "repeat", "tile"})
 
-# Heavy ops a fusion task may leave to PyTorch: the convolution family, plain convolution only
+# Heavy ops a fusion task may leave to PyTorch. The convolution family, plain convolution only
 # (the cudnn conv+bias+relu fusions would do part of the fused work, so they are excluded).
-HEAVY_OPS = frozenset({
+CONV_OPS = frozenset({
     "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "convolution_overrideable", "cudnn_convolution",
     "cudnn_convolution_transpose", "miopen_convolution", "miopen_convolution_transpose",
@@ -84,6 +94,13 @@ HEAVY_OPS = frozenset({
     "slow_conv_transpose3d", "_conv_depthwise2d", "conv_depthwise3d",
     "_nnpack_spatial_convolution",
 })
+
+# The GEMM family: what `torch.matmul`, `F.linear` / `nn.Linear`, `torch.mm`/`bmm`/`addmm`/
+# `baddbmm` and `@` dispatch to (a 1-D operand makes `matmul` an `mv` or a `dot`). The bias of
+# `addmm`/`baddbmm` is the Linear layer's own; `_addmm_activation` (GEMM + GELU/ReLU) is excluded.
+GEMM_OPS = frozenset({"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot"})
+
+HEAVY_OPS = CONV_OPS | GEMM_OPS
 
 POLICY_TABLE: dict[str, frozenset[str]] = {
     "strict": ALWAYS_ALLOWED_OPS,
@@ -142,8 +159,8 @@ def split_op_name(aten_op: object) -> tuple[str, str]:
 def op_allowed(policy: str, base_name: str, extra_heavy_ops: Iterable[str] = ()) -> bool:
     """May an op with this aten base name run during `forward` under `policy`?
 
-    `extra_heavy_ops` extends the heavy-op set of the `fusion` policy (base names such as "mm",
-    "addmm", "bmm"); it never loosens `strict`, whose point is that every arithmetic op is Triton.
+    `extra_heavy_ops` extends the heavy-op set of the `fusion` policy (base names such as
+    "einsum"); it never loosens `strict`, whose point is that every arithmetic op is Triton.
     """
     _check_policy(policy)
     if base_name in POLICY_TABLE[policy]:

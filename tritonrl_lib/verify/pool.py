@@ -5,7 +5,7 @@
 
 Extraction and the static (AST) check run here, in the caller's process: they execute nothing and
 reject most bad candidates for the price of a parse. The rest go to workers
-(`python -m tritonrl_lib.verify.sandbox`): one per visible GPU, or `workers` on the CPU (0 =
+(`python -m tritonrl_lib.verify.worker`): one per visible GPU, or `workers` on the CPU (0 =
 min(4, cores)), where kernels run under Triton's interpreter. Each worker forks a fresh child per
 candidate; if a worker itself dies, its job gets a `worker_lost` verdict, whatever the child left
 is killed, and a new worker takes its place.
@@ -33,11 +33,13 @@ from typing import Any, Callable, Iterable, Sequence
 from ..config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
-from .compile_check import resolve_mode
+from . import reasons as R
 from . import shared_blobs
 from .gpu_lock import lock_path
+from .limits import memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
-from .sandbox import kill_tree
+from .settings import JobSettings
+from .processes import kill_tree
 from .verdict import Verdict
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
@@ -92,11 +94,14 @@ class _Worker:
     job_index: int | None = None
     job_started: float = 0.0
     child_pid: int | None = None
-    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (sandbox.Spare)
+    spare_pids: list[int] = dataclasses.field(default_factory=list)  # children started ahead (spares.Spare)
     base_dir: str | None = None  # the worker's temp dir, removed here if the worker dies
     started_at: float = dataclasses.field(default_factory=time.monotonic)
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
     ref_keys: set = dataclasses.field(default_factory=set)  # what its reference cache holds (reference_cache.py)
+    longest_s: float | None = None  # the longest its job may take (limits.Limits.longest_s, from the worker)
+    wants_alone: bool = False  # its job's task is too big to share the GPU: it waits for the GPU to itself
+    alone: bool = False  # it has the GPU to itself (nothing else is handed out there until its result)
 
 
 AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
@@ -141,8 +146,6 @@ def _pool_store(max_mb: int) -> PoolStore | None:
         max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
     except (ImportError, ValueError, OSError):
         max_fds = 256
-    from .judge import memory_share_bytes  # the worker's module: imported here, not with the pool
-
     share = memory_share_bytes(workers=1)
     return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
@@ -179,6 +182,8 @@ class VerifierPool:
         # workers' records, shared per GPU: as much as the workers' caches hold together
         self._references = _pool_store(self.config.reference_cache_mb * self.size)
         self.python = sys.executable  # the interpreter workers run in
+        # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
+        self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range")}
         self._lock = threading.Lock()  # one map at a time (callers on several threads take turns)
 
     # ---------------------------------------------------------------- public
@@ -218,7 +223,8 @@ class VerifierPool:
                 continue
             key = None
             if self.cache is not None:
-                key = VerdictCache.key(task.source, job["code"], job["policy"], job["settings"], self._device_desc())
+                policy = "+".join([job["policy"], *job["extra_ops"]])
+                key = VerdictCache.key(task.source, job["code"], policy, job["settings"], self._device_desc())
                 hit = self.cache.get(key)
                 if hit is not None:
                     hit.notes = [*hit.notes, "verdict from cache"]
@@ -252,7 +258,7 @@ class VerifierPool:
         finally:
             if bar is not None:
                 bar.close()
-        return [r if r is not None else Verdict(reason="internal_error", error="no verdict") for r in results]
+        return [r if r is not None else Verdict(reason=R.INTERNAL_ERROR, error="no verdict") for r in results]
 
     def close(self) -> None:
         if self._closed:
@@ -308,28 +314,22 @@ class VerifierPool:
         start = time.monotonic()
         ex = extract_code(completion or "")
         if ex.code is None:
-            return Verdict(task_id=task.id, stage="none", reason=ex.reason or "no_code", error=ex.detail,
+            return Verdict(task_id=task.id, stage="none", reason=R.check(ex.reason or R.NO_CODE), error=ex.detail,
                            duration_s=round(time.monotonic() - start, 4)), None
         policy = resolve_policy(cfg.policy, task.level)
+        extra_ops = sorted(set(cfg.policy_extra_ops or ()))  # fusion's extra heavy ops, static and runtime alike
         notes = []
         if static:
-            report = static_check(ex.code, policy, reference_source=task.source)
+            report = static_check(ex.code, policy, reference_source=task.source, extra_heavy_ops=extra_ops)
             if not report.ok:
-                return Verdict(task_id=task.id, stage="extract", reason=report.reason, error=report.detail,
+                return Verdict(task_id=task.id, stage="extract", reason=R.check(report.reason), error=report.detail,
                                cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
         else:
             notes.append("static check skipped")
-        settings = dataclasses.asdict(cfg)
-        # CPU: compile every launch for CUDA too (compile_check.py); a GPU compiles them for real
-        settings["compile_check"] = resolve_mode(cfg.compile_check, self.device)
-        timing = cfg.timing == "on" or (cfg.timing == "auto" and self.device == "cuda")
-        settings["timing_enabled"] = timing and self.device == "cuda"
-        if self.device != "cuda" and cfg.timing != "off":
-            settings["timing_note"] = "timing skipped: no GPU"
-        elif cfg.timing == "off":
-            settings["timing_note"] = "timing skipped: verify.timing=off"
+        settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
         job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
-               "policy": policy, "settings": settings, "device": self.device, "threads": self._threads,
+               "seeds": self._seeds,
+               "policy": policy, "extra_ops": extra_ops, "settings": settings, "device": self.device, "threads": self._threads,
                "notes": notes}
         return None, job
 
@@ -340,11 +340,15 @@ class VerifierPool:
         busy: dict[int, tuple[dict[str, Any], str | None]] = {}
         sent_at: dict[int, float] = {}  # for TRITONRL_TRACE's timeline
         while pending or any(w is not None and w.job_index is not None for w in self._slots):
-            # hand out work: start workers lazily, only as many as there are jobs
+            # hand out work: start workers lazily, only as many as there are jobs; none where a job
+            # waits for (or has) its GPU to itself
+            self._grant_alone()
             for slot in range(self.size):
                 if not pending:
                     break
                 w = self._slots[slot]
+                if w is not None and w.job_index is None and self._reserved(w):
+                    continue
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
                 if w.job_index is None:
@@ -352,6 +356,7 @@ class VerifierPool:
                                             lambda job, w=w: self._recorded(w, job))
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
+                    w.longest_s, w.wants_alone, w.alone = None, False, False
                     sent_at[i] = w.job_started
                     try:
                         self._offer_reference(w, job)
@@ -384,6 +389,12 @@ class VerifierPool:
                         raise VerifierError(f"verifier workers cannot start ({self._start_failures} tries):\n{err}")
                 elif kind == "started":
                     w.child_pid = msg.get("child")
+                elif kind == "limits":
+                    if isinstance(msg.get("longest_s"), (int, float)):
+                        w.longest_s = float(msg["longest_s"])
+                        w.job_started = time.monotonic()
+                elif kind == "exclusive":
+                    w.wants_alone = True
                 elif kind == "reference":
                     try:
                         self._keep_reference(w, msg)
@@ -395,6 +406,7 @@ class VerifierPool:
                         w.ref_keys = {k for k in msg["ref_keys"] if isinstance(k, str)}
                     i = w.job_index
                     w.job_index = None
+                    w.wants_alone = w.alone = False
                     job, _ = busy.pop(i)
                     verdict = Verdict.from_dict(msg["verdict"])
                     verdict.task_id = verdict.task_id or job["task_id"]
@@ -407,12 +419,43 @@ class VerifierPool:
             for w in live:
                 if w.job_index is None or w.job_index not in busy or self._slots[w.slot] is not w:
                     continue
-                limit = (float(busy[w.job_index][0]["settings"]["timeout_s"]) + RESULT_GRACE_S) if w.ready \
-                    else STARTUP_TIMEOUT_S
+                if w.wants_alone and not w.alone:
+                    w.job_started = now  # waiting for its GPU is no time of its job's
+                    continue
+                longest = w.longest_s if w.longest_s is not None else \
+                    float(busy[w.job_index][0]["settings"]["timeout_s"])
+                limit = (longest + RESULT_GRACE_S) if w.ready else STARTUP_TIMEOUT_S
                 if now - w.job_started > limit:
                     what = "answered nothing" if w.ready else "did not start"
                     yield from self._lost(w, busy, f"the verifier worker {what} within {limit:.0f} s",
                                           requeue=not w.ready, pending=pending)
+
+    # ---------------------------------------------------------------- a GPU to itself
+
+    def _reserved(self, w: _Worker) -> bool:
+        """Whether nothing may be handed to idle worker `w`: a job of its GPU waits for (or has) it alone."""
+        scope = self._scope(w)
+        return any(o is not None and o is not w and o.job_index is not None and (o.wants_alone or o.alone)
+                   and self._scope(o) == scope for o in self._slots)
+
+    def _grant_alone(self) -> None:
+        """Give a waiting job its GPU once every other job there has ended (one at a time per GPU)."""
+        for w in self._slots:
+            if w is None or w.job_index is None or not w.wants_alone or w.alone:
+                continue
+            scope = self._scope(w)
+            others = [o for o in self._slots if o is not None and o is not w and o.job_index is not None
+                      and self._scope(o) == scope]
+            if any(o.alone for o in others) or any(not o.wants_alone for o in others):
+                continue
+            if any(o.wants_alone and o.slot < w.slot for o in others):
+                continue  # the first waiter goes first
+            try:
+                w.conn.send({"type": "exclusive_go"})
+            except (OSError, ValueError):
+                continue
+            w.alone = True
+            w.job_started = time.monotonic()
 
     # ---------------------------------------------------------------- reference phases shared
 
@@ -427,14 +470,14 @@ class VerifierPool:
         return job["reference_key"]
 
     def _recorded(self, w: _Worker, job: dict[str, Any]) -> bool:
-        if self._references is None or not job["settings"].get("reference_cache_mb"):
+        if self._references is None or not job["settings"]["reference_cache_mb"]:
             return False
         key = self._reference_key(job)
         return key in w.ref_keys or self._references.has(self._scope(w), key)
 
     def _offer_reference(self, w: _Worker, job: dict[str, Any]) -> None:
         """Send the worker the pool's record of this job's reference phase if it lacks one."""
-        if self._references is None or not job["settings"].get("reference_cache_mb"):
+        if self._references is None or not job["settings"]["reference_cache_mb"]:
             return
         key = self._reference_key(job)
         rec = self._references.get(self._scope(w), key) if key not in w.ref_keys else None
@@ -472,7 +515,7 @@ class VerifierPool:
             pending.appendleft((i, job, key))
             return
         detail = f"{why}" + (f" (exit code {code})" if code is not None else "")
-        yield i, Verdict(task_id=job["task_id"], stage="static", reason="worker_lost",
+        yield i, Verdict(task_id=job["task_id"], stage="static", reason=R.WORKER_LOST,
                          error=detail + "; the worker was replaced and the pool went on")
 
     def _start_worker(self, slot: int) -> _Worker:
@@ -480,7 +523,7 @@ class VerifierPool:
         env = self.worker_env(slot)
         fd = child_sock.fileno()
         proc = subprocess.Popen(
-            [self.python, "-m", "tritonrl_lib.verify.sandbox", "--fd", str(fd), "--device", self.device],
+            [self.python, "-m", "tritonrl_lib.verify.worker", "--fd", str(fd), "--device", self.device],
             pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
         child_sock.close()

@@ -35,14 +35,14 @@ from typing import Any
 
 from . import shared_blobs
 
-REFERENCE_SETTINGS = ("num_variations",)  # the settings stages.reference_phase reads
+REFERENCE_SETTINGS = ("num_variations",)  # the settings the reference phase reads (reference_phase.py)
 MAX_INLINE_EXPORT = 64 << 20  # a record whose outputs are not all in sealed files goes no further than this
 FDS_PER_MESSAGE = 200  # descriptors per message (the kernel takes at most 253)
 
 
 def cache_key(job: dict[str, Any]) -> str:
     settings = {k: job["settings"].get(k) for k in REFERENCE_SETTINGS}
-    raw = json.dumps([job["task_source"], settings, job["device"]], sort_keys=True)
+    raw = json.dumps([job["task_source"], settings, job["device"], job.get("seeds")], sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()
 
 

@@ -1,12 +1,15 @@
 """What only runtime can see, measured inside a candidate's process during `forward`.
 
-- `LaunchTracker` counts Triton kernel launches by wrapping `JITFunction.run` and the interpreter's
-  `InterpretedFunction.run` (autotuned and heuristic kernels end in one of these), and records where
-  each launched kernel was defined: only kernels from the candidate's own file count. On the CPU it
+- `LaunchTracker` reports Triton kernel launches by wrapping `JITFunction.run` and the interpreter's
+  `InterpretedFunction.run` (autotuned and heuristic kernels end in one of these), with where each
+  launched kernel was defined: only kernels from the candidate's own file count. On the CPU it
   also hands every launch (inside `forward` or not) to `on_launch`, the compile check, before the
   interpreter runs it.
-- `OpCensus` lists the aten ops run during `forward` (a TorchDispatchMode). It is paused only while
-  the interpreter copies a launch's arguments to and from the host (with torch ops of its own).
+- `OpCensus` reports the aten ops run during `forward` (a TorchDispatchMode), and with `host_read_hooks`
+  the values read into Python or brought from host data. It is paused only while the interpreter
+  copies a launch's arguments to and from the host (with torch ops of its own).
+- Both report through the verifier's own audit events: the guard (guard.py) counts them, so nothing
+  the candidate can reach holds a count it could reset.
 - Stale memory: an output that a kernel never wrote must not inherit correct values from memory the
   reference left behind. On the GPU `poison_allocator` fills freed blocks of the output's size with
   NaN, so the caching allocator hands poison back out; on the CPU `perturb_host_allocator` makes
@@ -18,22 +21,35 @@ The verdict is not decided here: these facts travel to the worker, which judges 
 
 from __future__ import annotations
 
-from collections import Counter
+import sys
 from typing import Any
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
 
-from .compile_check import CUDACompileError, mark_compiled
+from . import guard
+from .compile_errors import CUDACompileError, mark_compiled
+
+
+def _audit(event: str, *args: Any) -> None:
+    # the verifier's own audit events: counted by the guard (guard.py), which only these files may raise
+    # them and nothing the candidate can reach holds the counts
+    sys.audit(event, *args)
+
+
+_HOST_MADE_OPS = frozenset({"aten.lift_fresh.default", "aten.lift_fresh_copy.default"})
+_READ_OPS = frozenset({"aten._local_scalar_dense.default"})
+_COPY_OPS = frozenset({"aten._to_copy.default", "aten.copy_.default", "aten._copy_from.default",
+                       "aten._copy_from_and_resize.default"})
 
 
 class OpCensus(TorchDispatchMode):
-    """Counts every aten op dispatched while active and not paused."""
-
-    def __init__(self):
-        super().__init__()
-        self.ops: Counter[str] = Counter()
-        self.paused = 0
+    """Reports every aten op dispatched while active (and not paused, see guard.py) to the guard, with
+    the elements it reads into Python (`item`) or brings over from host data: a tensor made from a
+    Python list or a numpy array (`torch.tensor(list)`, `from_numpy`), a copy of host data not owned by
+    torch onto the device or into a torch tensor, a device tensor copied to the host."""
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -42,26 +58,91 @@ class OpCensus(TorchDispatchMode):
         return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if not self.paused:
-            self.ops[str(func)] += 1
+        name = str(func)
+        _audit(guard.EV_OP, name)
+        out = func(*args, **(kwargs or {}))
+        if name in _HOST_MADE_OPS and args and isinstance(args[0], torch.Tensor):
+            _audit(guard.EV_HOST_MADE, int(args[0].numel()))
+        elif name in _READ_OPS:
+            _audit(guard.EV_HOST_READ, 1)
+        elif name in _COPY_OPS and args and isinstance(args[0], torch.Tensor):
+            src = args[1] if name != "aten._to_copy.default" and len(args) > 1 else args[0]
+            dst = out if isinstance(out, torch.Tensor) else args[0]
+            if isinstance(src, torch.Tensor) and isinstance(dst, torch.Tensor):
+                if src.device.type != "cpu" and dst.device.type == "cpu":
+                    _audit(guard.EV_HOST_READ, int(src.numel()))
+                elif src.device.type == "cpu" and not _torch_owned(src):
+                    _audit(guard.EV_HOST_MADE, int(src.numel()))
+        return out
+
+
+class CensusWatch(TorchFunctionMode):
+    """A second, independent look: every torch function called during forward checks that the op
+    census is still on top of the dispatch-mode stack. A candidate that switches it off for a while
+    (PyTorch's own `_disable_current_modes`, a mode of its own pushed above it) calls torch functions
+    meanwhile, and each such call is reported (guard.EV_BYPASS). Calls made by the census itself, whose
+    handler runs with its own mode popped, are not the candidate's."""
+
+    def __init__(self, census: OpCensus):
+        super().__init__()
+        self.census = census
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if _current_dispatch_mode() is not self.census and not _inside_census(sys._getframe(1)):
+            _audit(guard.EV_BYPASS, getattr(func, "__name__", "?"))
         return func(*args, **(kwargs or {}))
 
 
+def _inside_census(frame: Any, depth: int = 4) -> bool:
+    """Whether a call comes from the census's own handler (which runs with its mode popped), within a
+    few frames (an op called through torch's OpOverload wrapper is one frame further)."""
+    for _ in range(depth):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename == __file__ and frame.f_code.co_name == "__torch_dispatch__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _torch_owned(t: torch.Tensor) -> bool:
+    """Whether a tensor's memory was allocated by torch (a numpy array's or a foreign buffer's is not)."""
+    try:
+        return bool(t.untyped_storage().resizable())
+    except RuntimeError:
+        return False
+
+
+def host_read_hooks() -> None:
+    """Tensor methods that hand values to Python without dispatching an op (`tolist`, `numpy`,
+    `__array__`): wrapped to report the elements they read (guard.EV_HOST_READ). Installed before the
+    candidate's import; the wrappers hold nothing but the originals."""
+    for name in ("tolist", "numpy", "__array__"):
+        original = getattr(torch.Tensor, name)
+
+        def wrapped(self, *args, _original=original, **kwargs):
+            _audit(guard.EV_HOST_READ, int(self.numel()))
+            return _original(self, *args, **kwargs)
+
+        wrapped.__name__ = name
+        setattr(torch.Tensor, name, wrapped)
+
+
 class LaunchTracker:
-    """Counts launches of Triton kernels between `begin()` and `end()`.
+    """Reports launches of Triton kernels (guard.EV_LAUNCH for the candidate's own kernels,
+    EV_FOREIGN for any other) by wrapping `JITFunction.run` and the interpreter's
+    `InterpretedFunction.run` (autotuned and heuristic kernels end in one of these).
 
     The census stays on during a launch (a grid function or a launch hook computing with torch is
     still seen); it is paused only around the interpreter's own copies of the arguments to and
-    from the host, which are Triton's bookkeeping, not the candidate's compute.
+    from the host, which are Triton's bookkeeping, not the candidate's compute, and only when every
+    argument is a plain tensor or a plain value (an object of the candidate's own would run its code
+    there, unseen). On the CPU it also hands every launch to `on_launch`, the compile check, before
+    the interpreter runs it (the census does not count the check's own work).
     """
 
-    def __init__(self, candidate_file: str, census: OpCensus | None = None):
+    def __init__(self, candidate_file: str):
         self.candidate_file = candidate_file
-        self.census = census
-        self.active = False
-        self.launches = 0
-        self.kernels: Counter[str] = Counter()
-        self.foreign: Counter[str] = Counter()
         self.on_launch: Any = None  # (kernel, args, kwargs) -> compiled? Called before every launch
         self._installed = False
 
@@ -77,85 +158,81 @@ class LaunchTracker:
             GridExecutor = InterpretedFunction = None
         if InterpretedFunction is not None:
             self._count(InterpretedFunction)
-            self._pause_census(GridExecutor, "_init_args_hst")
-            self._pause_census(GridExecutor, "_restore_args_dev")
+            _pause_census(GridExecutor, "_init_args_hst", lambda args, kwargs: (*args[0], *args[1].values()))
+            _pause_census(GridExecutor, "_restore_args_dev",
+                          lambda args, kwargs: (*args[0], *args[1], *args[2].values(), *args[3].values()))
         self._installed = True
 
     def _count(self, cls: type) -> None:
         original = cls.run
+        candidate_file = self.candidate_file
         tracker = self
 
         def run(fn_self, *args, **kwargs):
-            if tracker.active and not kwargs.get("warmup"):
-                tracker._record(fn_self)
+            if not kwargs.get("warmup"):
+                _report_launch(fn_self, candidate_file)
             if tracker.on_launch is None or kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
+            _audit(guard.EV_PAUSE, 1)  # the compile check's own work is not the candidate's compute
             try:
-                compiled = tracker._check(fn_self, args, kwargs)
+                compiled = bool(tracker.on_launch(fn_self, args, kwargs))
             except CUDACompileError as e:
                 # the compiler's message is the error; the check's own frames tell the reader nothing
                 raise e.with_traceback(None) from None
+            finally:
+                _audit(guard.EV_PAUSE, -1)
             if not compiled:
                 return original(fn_self, *args, **kwargs)
             try:
                 return original(fn_self, *args, **kwargs)
             except Exception as e:
-                mark_compiled(e)  # Triton's compiler accepted this launch: see compile_check
+                mark_compiled(e)  # Triton's compiler accepted this launch: see compile_errors.py
                 raise
 
         run.__wrapped__ = original  # type: ignore[attr-defined]
         cls.run = run
 
-    def _check(self, kernel: Any, args: tuple, kwargs: dict[str, Any]) -> bool:
-        # the compile check's own work (a second import of the module, the compiler) is not the
-        # candidate's compute: the census does not count it
-        census = self.census
-        if census is not None:
-            census.paused += 1
+
+def _report_launch(kernel: Any, candidate_file: str) -> None:
+    fn = getattr(kernel, "fn", None)
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__qualname__", None) or getattr(kernel, "__name__", "?")
+    if getattr(code, "co_filename", "?") == candidate_file:
+        _audit(guard.EV_LAUNCH, str(name))
+    else:
+        _audit(guard.EV_FOREIGN, f"{getattr(fn, '__module__', '?')}.{name}")
+
+
+def _plain_argument(x: Any) -> bool:
+    if isinstance(x, tuple):
+        return all(_plain_argument(v) for v in x)
+    if is_plain_tensor(x):
+        return True
+    base = getattr(x, "base", None)
+    if type(x).__name__ == "TensorDescriptor" and is_plain_tensor(base):
+        return True
+    return not hasattr(x, "data_ptr") and (x is None or isinstance(x, (bool, int, float, str, torch.dtype))
+                                           or type(x).__module__.startswith("triton"))
+
+
+def _pause_census(cls: type, name: str, arguments: Any) -> None:
+    original = getattr(cls, name)
+
+    def paused(self, *args, **kwargs):
         try:
-            return bool(self.on_launch(kernel, args, kwargs))
+            plain = all(_plain_argument(x) for x in arguments(args, kwargs))
+        except Exception:
+            plain = False
+        if not plain:
+            return original(self, *args, **kwargs)
+        _audit(guard.EV_PAUSE, 1)
+        try:
+            return original(self, *args, **kwargs)
         finally:
-            if census is not None:
-                census.paused -= 1
+            _audit(guard.EV_PAUSE, -1)
 
-    def _pause_census(self, cls: type, name: str) -> None:
-        original = getattr(cls, name)
-        tracker = self
-
-        def paused(*args, **kwargs):
-            census = tracker.census
-            if census is None:
-                return original(*args, **kwargs)
-            census.paused += 1
-            try:
-                return original(*args, **kwargs)
-            finally:
-                census.paused -= 1
-
-        paused.__wrapped__ = original  # type: ignore[attr-defined]
-        setattr(cls, name, paused)
-
-    def _record(self, kernel: Any) -> None:
-        fn = getattr(kernel, "fn", None)
-        code = getattr(fn, "__code__", None)
-        name = getattr(fn, "__qualname__", None) or getattr(kernel, "__name__", "?")
-        where = getattr(code, "co_filename", "?")
-        if where == self.candidate_file:
-            self.launches += 1
-            self.kernels[name] += 1
-        else:
-            self.foreign[f"{getattr(fn, '__module__', '?')}.{name}"] += 1
-
-    def begin(self) -> None:
-        self.launches = 0
-        self.kernels.clear()
-        self.foreign.clear()
-        if self.census is not None:
-            self.census.ops.clear()
-        self.active = True
-
-    def end(self) -> None:
-        self.active = False
+    paused.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(cls, name, paused)
 
 
 def interpreter_autotune() -> None:
@@ -169,7 +246,7 @@ def interpreter_autotune() -> None:
     """
     from triton.runtime.autotuner import Autotuner
 
-    from .compile_check import BENCH_TOLERATED, CUDACompileError, interpreter_static_assert
+    from .compile_errors import BENCH_TOLERATED, CUDACompileError, interpreter_static_assert
 
     def run_each_config_once(kernel_call, quantiles=None, **_):
         try:
@@ -226,7 +303,8 @@ def perturb_host_allocator() -> bool:
 POISON_BUDGET_BYTES = 4 << 30
 
 
-def poison_allocator(specs: list[tuple[tuple[int, ...], torch.dtype]], device: str, copies: int = 4) -> None:
+def poison_allocator(specs: list[tuple[tuple[int, ...], torch.dtype]], device: str, copies: int = 4,
+                     budget_bytes: int = POISON_BUDGET_BYTES) -> None:
     """Allocate up to `copies` blocks of each (shape, dtype), fill them with NaN/sentinel, free them.
 
     The CUDA caching allocator hands the best-fitting free block back out for the next request of
@@ -236,7 +314,7 @@ def poison_allocator(specs: list[tuple[tuple[int, ...], torch.dtype]], device: s
     blocks = []
     for shape, dtype in specs:
         nbytes = max(1, torch.Size(shape).numel() * torch.empty((), dtype=dtype).element_size())
-        for _ in range(max(1, min(copies, POISON_BUDGET_BYTES // nbytes))):
+        for _ in range(max(1, min(copies, budget_bytes // nbytes))):
             try:
                 t = torch.empty(shape, dtype=dtype, device=device)
                 t.fill_(_fill_value(dtype))
@@ -280,3 +358,10 @@ def same_bits(a: Any, b: Any) -> bool:
     if view is None:
         return torch.equal(a, b)
     return torch.equal(a.contiguous().view(view), b.contiguous().view(view))
+
+
+def report_note(text: str) -> None:
+    """A note of the verifier's own code in the candidate's process (the compile check's), for the worker:
+    collected by the guard, which the candidate phase drains (no route from a patched function to the
+    channel)."""
+    _audit(guard.EV_NOTE, str(text))

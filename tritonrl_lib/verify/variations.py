@@ -1,11 +1,19 @@
-"""Input variations of a KernelBench task: tiny sizes, larger sizes, scaled values, other seeds, dtypes.
+"""Input variations of a KernelBench task: tiny sizes, other sizes, other value ranges, seeds, dtypes.
 
-Sizes come from the task's module-level constants (`batch_size = 16`). A constant can be resized
-only if `get_inputs()` or `get_init_inputs()` reads it and the reference `Model` itself does not
-(a reference that reads a constant in `forward` would change behaviour behind the candidate's back).
-The larger-shape variation touches only constants that `get_init_inputs()` does not read, so the
-models (and their weights) stay the same; tiny sizes may also shrink constructor sizes, and then
-both models are rebuilt.
+Sizes come from the task's module-level constants in every form KernelBench writes them
+(`batch_size = 16`, `height = width = 256`, `N = 2048 * 2`, the numbers of `input_shape = (32768,)`:
+tasks/kb_format.py). A constant can be resized if `get_inputs()` or `get_init_inputs()` reads it,
+directly or through other module-level names (`dim = base * 3` makes `base` a size), and the
+reference `Model` itself does not (a reference that reads a constant in `forward` would change
+behaviour behind the candidate's back). The larger-shape variation touches only constants that
+`get_init_inputs()` does not read, so the models (and their weights) stay the same; tiny sizes may
+also shrink constructor sizes, and then both models are rebuilt.
+
+Value variations exercise the operation's accepted input range, not only the range the task happens
+to draw (`torch.rand` gives [0, 1)): `range` multiplies every float input by a random sign and a random
+power of two in [2^-3, 2^3] per element, `offset` shifts every float input by +2 (all values of a [0, 1)
+input above 1). An input set on which the reference gives non-finite outputs where it gave finite ones
+is skipped (the operation does not accept those values), with a note.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ TINY_BATCH = 2
 TINY_MIN_SIZE = 8  # constants at or below this (kernel sizes, strides, reduction axes) stay as they are
 TINY_DIVISOR = 8
 LARGER_FACTOR = 2
-VARIATION_ORDER = ("original", "scaled", "seed", "larger", "dtype")
+VARIATION_ORDER = ("original", "range", "seed", "larger", "dtype", "offset")
+RANGE_LOG2 = 3.0  # the range set's magnitudes: 2**u for u uniform in [-RANGE_LOG2, RANGE_LOG2]
+OFFSET = 2.0
 
 
 def is_batch_like(name: str) -> bool:
@@ -49,12 +59,42 @@ class SizeConstants:
 
 def size_constants(source: str) -> SizeConstants:
     info = parse_kb_source(source)
-    values = module_constants(source)
+    values = module_constants(source, elements=True)
     read_by_model = _names_read_by_classes(source)
-    used = info.input_names | info.init_input_names
+    deps = _module_dependencies(source)
+    used = _closure(info.input_names | info.init_input_names, deps)
+    init_used = _closure(info.init_input_names, deps)
+
+    def base(name: str) -> str:
+        return name.split("[", 1)[0]
+
     resizable = {n: v for n, v in values.items()
-                 if type(v) is int and v > 0 and n in used and n not in read_by_model}
-    return SizeConstants(resizable, frozenset(info.init_input_names & set(resizable)))
+                 if type(v) is int and v > 0 and base(n) in used and base(n) not in read_by_model}
+    return SizeConstants(resizable, frozenset(n for n in resizable if base(n) in init_used))
+
+
+def _module_dependencies(source: str) -> dict[str, set[str]]:
+    """For every module-level name bound by an assignment, the names its value reads (`dim = base * 3`)."""
+    out: dict[str, set[str]] = {}
+    for stmt in ast.parse(source).body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        out.setdefault(n.id, set()).update(reads)
+    return out
+
+
+def _closure(names: set[str] | frozenset[str], deps: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), list(names)
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(deps.get(n, ()))
+    return seen
 
 
 def _names_read_by_classes(source: str) -> set[str]:
@@ -108,23 +148,35 @@ def tiny_plans(source: str) -> list[tuple[str, dict[str, int]]]:
     return plans
 
 
-def larger_plan(source: str) -> tuple[str, int] | None:
-    """(constant, new value) for the larger-shape variation, or None when no constant allows it."""
-    names = size_constants(source).input_only
+def larger_plan(source: str, factor: float = LARGER_FACTOR) -> tuple[str, int] | None:
+    """(constant, new value) for the other-size variation, or None when no constant allows it: the
+    first input-only size constant (batch-like first) times `factor` (2: the larger set; below 1 for a
+    task too big to double, a smaller size, never the original's nor the tiny set's batch)."""
+    consts = size_constants(source)
+    names = consts.input_only
     if not names:
         return None
     name = names[0]
-    return name, size_constants(source).values[name] * LARGER_FACTOR
+    old = consts.values[name]
+    new = max(1, int(round(old * factor)))
+    return name, new if new != old else old + 1
 
 
 def load_task_module(source: str, workdir: str, name: str, overrides: dict[str, int] | None = None) -> ModuleType:
-    """Execute a (possibly resized) task source as a real module file, so tracebacks show its lines."""
+    """Execute a (possibly resized) task source as a real module file, so tracebacks show its lines;
+    the file is gone again once loaded (nothing of the reference stays on disk for a candidate to read)."""
     if overrides:
         source = rewrite_constants(source, overrides)
     path = os.path.join(workdir, f"{name}.py")
     with open(path, "w") as f:
         f.write(source)
-    return load_module_file(path, name)
+    try:
+        return load_module_file(path, name)
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 def load_module_file(path: str, name: str) -> ModuleType:
@@ -161,6 +213,31 @@ def to_device(values: list[Any], device: str) -> list[Any]:
 
 def scaled(values: list[Any], factor: float) -> list[Any]:
     return map_tensors(values, lambda t: t * factor if t.is_floating_point() else t.clone())
+
+
+def ranged(values: list[Any], seed: int, signs: bool = True) -> list[Any]:
+    """Every float input times a random power of two in [2**-RANGE_LOG2, 2**RANGE_LOG2] per element
+    (and a random sign, with `signs`), drawn on the input's own device from `seed`."""
+    import torch
+
+    gen_cpu = torch.Generator().manual_seed(seed)
+
+    def one(t: Any) -> Any:
+        if not t.is_floating_point() or t.numel() == 0:
+            return t.clone()
+        gen = gen_cpu if t.device.type == "cpu" else torch.Generator(device=t.device).manual_seed(seed)
+        u = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32)
+        factor = torch.exp2((u * 2.0 - 1.0) * RANGE_LOG2)
+        if signs:
+            flip = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32) < 0.5
+            factor = torch.where(flip, -factor, factor)
+        return (t.float() * factor).to(t.dtype)
+
+    return map_tensors(values, one)
+
+
+def offset(values: list[Any], by: float = OFFSET) -> list[Any]:
+    return map_tensors(values, lambda t: t + by if t.is_floating_point() else t.clone())
 
 
 def cast_floats(values: list[Any], dtype) -> list[Any]:

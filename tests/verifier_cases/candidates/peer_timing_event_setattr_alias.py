@@ -1,0 +1,37 @@
+"""Attack (timing, CUDA event patched with setattr on an alias): `setattr(_Event, "elapsed_time",
+...)` on a module-level alias of `torch.cuda.Event` divides every measured time by 50; the ReLU is
+an honest Triton kernel.
+
+Source: issue 15 ("However a candidate rebinds or patches anything reachable from `torch` ...
+(aliases, getattr/setattr, `__dict__` ...)"); KernelBench's static checker (timing patches).
+A correct verifier must answer: not correct (the timer is patched).
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_Event = torch.cuda.Event
+_real_elapsed = _Event.elapsed_time
+setattr(_Event, "elapsed_time", lambda self, end: _real_elapsed(self, end) / 50)
+
+
+@triton.jit
+def relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.where(x > 0, x, 0.0), mask=mask)
+
+
+def relu(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+    return out
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return relu(x)
