@@ -198,3 +198,65 @@ def test_bad_settings_are_rejected():
         CurriculumSettings(start_p=1.5)
     with pytest.raises(ValueError, match="ramp_steps"):
         CurriculumSettings(ramp_steps=-1)
+
+
+# --------------------------------------------------------------------------- the frontier
+
+
+def frontier_settings(**kw):
+    return CurriculumSettings(start_p=0.0, end_p=0.0, trigger=1.0, ramp_steps=0, frontier=True, **kw)
+
+
+def test_frontier_draws_tasks_the_policy_sometimes_solves_most():
+    from tritonrl_lib.curriculum import frontier_weight, success_estimate
+
+    assert success_estimate(0, 0) == 0.5
+    assert frontier_weight(5, 5, 0.05) > frontier_weight(0, 20, 0.05) > 0  # never solved: drawn, but rarely
+    assert frontier_weight(5, 5, 0.05) > frontier_weight(20, 0, 0.05)
+    pool = {1: [f"t{i}" for i in range(10)]}
+    cur = Curriculum(frontier_settings(frontier_decay=1.0))
+    # t0 .. t4 never solved in 30 samples, t5 .. t9 solved half the time
+    cur.update([], task_results={**{f"t{i}": (30, 0) for i in range(5)}, **{f"t{i}": (30, 15) for i in range(5, 10)}})
+    counts = {t: 0 for t in pool[1]}
+    for step in range(400):
+        for t in cur.sample_tasks(pool, 2, rng=random.Random(step)):
+            counts[t] += 1
+    hard = sum(counts[f"t{i}"] for i in range(5))
+    frontier = sum(counts[f"t{i}"] for i in range(5, 10))
+    assert frontier > 4 * hard > 0
+    assert cur.task_success("t7") == pytest.approx(15.5 / 31)
+
+
+def test_without_the_frontier_draws_are_uniform_and_unchanged():
+    pool = {1: [f"t{i}" for i in range(6)], 2: ["u0", "u1"]}
+    a, b = Curriculum(S, seed=3), Curriculum(S, seed=3)
+    b.update([], task_results={"t0": (10, 0)})  # observed counts do not matter without the frontier
+    b.state.step = 0
+    assert a.sample_tasks(pool, 4, rng=a.rng(5)) == b.sample_tasks(pool, 4, rng=b.rng(5))
+
+
+def test_task_counts_decay_and_are_rebuilt_on_resume(tmp_path):
+    log = tmp_path / "curriculum.jsonl"
+    cur = Curriculum(frontier_settings(frontier_decay=0.5), seed=1, log_path=log)
+    cur.sample_tasks({1: ["a", "b"]}, 2, rng=cur.rng(0))
+    cur.update(results(1, 2, 4), task_results={"a": (2, 2), "b": (2, 0)})
+    cur.update(results(1, 0, 2), task_results={"a": (2, 0)})
+    assert cur.task_counts["a"] == [1.0, 2.0] and cur.task_counts["b"] == [0.0, 2.0]
+    back = Curriculum.resume(cur.settings, 1, log)
+    assert back.task_counts == cur.task_counts and back.step == 2
+    cut = Curriculum.resume(cur.settings, 1, log, upto_step=1)
+    assert cut.task_counts == {"a": [2.0, 0.0], "b": [0.0, 2.0]}
+
+
+def test_redraw_avoids_the_step_tasks_and_is_counted(tmp_path):
+    cur = Curriculum(frontier_settings(), seed=2, log_path=tmp_path / "c.jsonl")
+    pool = {1: ["a", "b", "c", "d"]}
+    first = cur.sample_tasks(pool, 2, rng=cur.rng(0))
+    again = cur.redraw(pool, 2, avoid=first)
+    assert set(again) == set(pool[1]) - set(first)
+    rec = cur.update(results(1, 1, 4))
+    assert rec.redrawn == 2 and rec.n_level1 == 2
+    assert read_curriculum_log(tmp_path / "c.jsonl")[0]["redrawn"] == 2
+    small = Curriculum(frontier_settings())
+    small.sample_tasks({1: ["a"]}, 1)
+    assert small.redraw({1: ["a"]}, 1, avoid=["a"]) == ["a"]  # nothing else to draw: the same task again

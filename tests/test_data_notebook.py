@@ -56,8 +56,10 @@ def test_smoke_run_writes_well_formed_data_then_skips_when_current(run_dir, tmp_
     tasks = [Task.from_dict(d) for d in read_jsonl(paths.tasks_manifest)]
     assert [r.id for r in labels] == [t.id for t in tasks] and len(tasks) >= 70
     assert {r.level for r in labels} <= {1, 2, 3}
-    assert all(t.meta["split"] in ("train", "heldout") for t in tasks)
+    assert all(t.meta["split"] in ("train", "heldout", "heldout_in_family") for t in tasks)
     assert {t.id for t in tasks if t.meta["split"] == "heldout"} == set(split.heldout_task_ids)
+    assert {t.id for t in tasks if t.meta["split"] == "heldout_in_family"} == set(split.heldout_in_family_ids)
+    assert split.heldout_in_family_ids  # held-out set (a): unseen tasks of the train families
     assert paths.chart("difficulty").stat().st_size > 1000
 
     cells = json.loads(out.read_text())["cells"]

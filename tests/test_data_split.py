@@ -91,3 +91,38 @@ def test_single_op_references_reveal_their_family():
     assert single_op_family(["conv2d"]) is None  # not a family of ours
     assert leaked_family(["tanh"], ["tanh", "gelu"]) == "tanh"
     assert leaked_family(["tanh"], ["gelu"]) is None
+
+
+# --------------------------------------------------------------------------- held-out set (a)
+
+
+def test_in_family_holds_out_one_variant_of_each_train_family(suite):
+    from tritonrl_lib.data.split import heldout_set_of, in_family_tasks, is_heldout
+
+    s = make_split(0, 0.25, suite, in_family=1)
+    held_in = in_family_tasks(suite, s)
+    by_family: dict[str, list[Task]] = {}
+    for t in held_in:
+        by_family.setdefault(t.op_family, []).append(t)
+    assert set(by_family) == set(s.train_families)  # every train family: exactly one unseen task
+    assert all(len(v) == 1 and v[0].meta.get("variant_of") for v in by_family.values())  # never the original
+    train = train_tasks(suite, s)
+    assert not {t.id for t in train} & set(s.heldout_in_family_ids)
+    assert {t.op_family for t in train} == set(s.train_families)  # each family keeps tasks to train on
+    # the three sides cover the suite once
+    assert len(s.train_task_ids) + len(s.heldout_task_ids) + len(s.heldout_in_family_ids) == len(suite)
+    assert all(is_heldout(s, t) and heldout_set_of(s, t) == "tasks" for t in held_in)
+    assert {heldout_set_of(s, t) for t in heldout_tasks(suite, s)} == {"families"}
+    assert all(heldout_set_of(s, t) is None for t in train)
+
+
+def test_in_family_choice_is_seeded_and_zero_keeps_the_old_split(suite):
+    a, b = make_split(4, 0.25, suite, in_family=1), make_split(4, 0.25, suite, in_family=1)
+    assert a.heldout_in_family_ids == b.heldout_in_family_ids
+    assert make_split(5, 0.25, suite, in_family=1).heldout_in_family_ids != a.heldout_in_family_ids
+    old = make_split(4, 0.25, suite)
+    assert old.heldout_in_family_ids == [] and old.heldout_families == a.heldout_families
+    two = make_split(4, 0.25, suite, in_family=5)  # more than a family has: its original stays for training
+    assert len(two.heldout_in_family_ids) == 2 * len(two.train_families)
+    with pytest.raises(ValueError, match="in_family"):
+        make_split(0, 0.25, suite, in_family=-1)

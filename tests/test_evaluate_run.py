@@ -105,6 +105,24 @@ def test_heldout_tasks_need_the_split_and_follow_it(run_dir):
     assert not {t.op_family for t in held} & set(split.train_families)
     capped = load_eval_tasks(cfg, num_tasks=3)
     assert len(capped) == 3 and {t.id for t in capped} <= {t.id for t in held}
+    assert {t.meta["heldout_set"] for t in held} == {"families"}  # this split holds no set (a)
+
+
+def test_both_heldout_sets_capped_each_and_tagged(run_dir):
+    from tritonrl_lib.data.split import make_split
+
+    cfg = smoke(run_dir, eval_tasks="heldout", num_tasks=5)
+    cfg.paths.ensure()
+    split = make_split(0, 0.25, load_tasks("builtin"), in_family=1)
+    split.save(cfg.paths.split)
+    tasks = load_eval_tasks(cfg)
+    by_set = {name: [t for t in tasks if t.meta["heldout_set"] == name] for name in ("tasks", "families")}
+    assert len(by_set["tasks"]) == 5 and len(by_set["families"]) == 5
+    assert {t.id for t in by_set["tasks"]} <= set(split.heldout_in_family_ids)
+    assert {t.op_family for t in by_set["tasks"]} <= set(split.train_families)  # families RL trains on
+    assert {t.id for t in by_set["families"]} <= set(split.heldout_task_ids)
+    only_a = load_eval_tasks(smoke(run_dir, eval_tasks="heldout", num_tasks=0, heldout_sets=["tasks"]))
+    assert {t.id for t in only_a} == set(split.heldout_in_family_ids)
 
 
 def test_greedy_single_sample_stays_greedy(run_dir):
@@ -117,19 +135,27 @@ def test_greedy_single_sample_stays_greedy(run_dir):
 @pytest.mark.slow
 def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
     cfg = smoke(run_dir)
-    tasks = [t for t in load_tasks("builtin", levels=1) if t.reference_solution][:2]
-    assert len(tasks) == 2
+    l1 = [t for t in load_tasks("builtin", levels=1) if t.reference_solution]
+    tasks = [l1[0], next(t for t in l1 if t.op_family != l1[0].op_family)]  # two ops: one's kernel is wrong for the other
     good = format_completion(tasks[0].reference_solution, "Here is the kernel:")
     # the second task gets the first task's solution: it runs, but computes the wrong thing
     wrong = format_completion(tasks[0].reference_solution)
-    completions = [[good, "I cannot help with that."], [wrong, format_completion(tasks[1].reference_solution)]]
-    rec = score_completions(cfg, tasks, completions, eval_sampling(cfg, k=2), model_stage="sft", model_path="fixture",
+    # the third sample of the first task is the first one's code with other prose: verified once
+    again = format_completion(tasks[0].reference_solution, "The same kernel again.")
+    completions = [[good, "I cannot help with that.", again],
+                   [wrong, format_completion(tasks[1].reference_solution), wrong]]
+    rec = score_completions(cfg, tasks, completions, eval_sampling(cfg, k=3), model_stage="sft", model_path="fixture",
                             progress=False)
     rows = rec["detailed_results"]
-    assert [r["correct"] for r in rows] == [True, False, False, True]
+    assert [r["correct"] for r in rows] == [True, False, True, False, True, False]
     assert rows[1]["reason"] == "no_code" and rows[1]["stage"] == "none"
     assert rows[0]["stage"] == "full" and rows[0]["reward"] == pytest.approx(0.7)  # no timing on a CPU
+    assert rec["verify"] == {**rec["verify"], "candidates": 6, "unique": 4, "duplicates": 2}
+    assert any("verified once" in n for n in rows[2]["notes"]) and not any("verified once" in n for n in rows[0]["notes"])
+    assert rows[5]["reason"] == rows[3]["reason"]
     m = rec["metrics"]
-    assert m["correct_rate"] == 50.0 and m["pass_at_1"] == 50.0 and m["pass_at_k"] == 100.0
+    assert m["correct_rate"] == 50.0 and m["pass_at_k"] == 100.0
     assert m["fast1_rate"] is None  # correct but not timed: speed not measured
+    # two tasks, one solved 2 of 3 times and one 1 of 3: resampling tasks gives 2/6 .. 4/6
+    assert m["intervals"]["correct_rate"] == [33.33, 66.67]
     assert any("timing skipped" in n for n in rec["notes"])

@@ -51,6 +51,7 @@ class DataConfig:
     kernelbook_max_rows: int = 0  # 0 = all rows
     n_sft_examples: int = 1000
     heldout_fraction: float = 0.25  # fraction of op families held out of training
+    heldout_in_family: int = 1  # variant tasks of each train family held out (held-out set a; 0 = none)
     data_verify_device: str = "cpu"  # cpu (interpreter, every core; no timing needed) | auto (GPU if any)
 
 
@@ -69,6 +70,9 @@ class SFTConfig:
     warmup_ratio: float = 0.03
     torch_compile: bool = False  # compile the decoder layers (measure first: benchmarks/sft_throughput.py)
     fused_kernels: bool = False  # Triton RMSNorm + SwiGLU kernels (CUDA)
+    eval_fraction: float = 0.0  # a held-out slice of the SFT examples whose loss is logged beside the training loss
+    eval_steps: int = 0  # evaluate that slice every this many optimizer steps (0: ten times over the run)
+    time_budget_s: float = 0.0  # stop training (and save the adapter) once this much training time is spent; 0 = none
 
 
 @dataclass
@@ -91,6 +95,12 @@ class RLConfig:
     curriculum_end_p: float = 0.5
     curriculum_trigger: float = 0.4
     curriculum_ramp_steps: int = 10
+    curriculum_frontier: bool = True  # within each level, draw tasks at the policy's frontier (recent success
+    # neither 0 nor 1, curriculum.py) instead of uniformly
+    redraw_rounds: int = 1  # dynamic sampling: groups that carry no signal are redrawn this many times (0 = kept)
+    refine_turns: int = 0  # multi-turn refinement: a failed candidate's verdict goes back for this many turns (0 = off)
+    refine_discount: float = 0.8  # a refined candidate's reward is discounted by this per turn
+    overlap_chunks: int = 2  # generation in this many chunks, each verified while the next one generates (1 = none)
 
 
 @dataclass
@@ -129,6 +139,9 @@ class EvalConfig:
     eval_k: int = 1
     eval_temperature: float = 0.0
     eval_stages: list[str] = field(default_factory=lambda: ["base", "sft", "rl"])
+    heldout_sets: list[str] = field(default_factory=lambda: ["tasks", "families"])  # eval_tasks=heldout: (a) unseen
+    # tasks of trained families, (b) unseen families; num_tasks caps each set
+    bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
 
 
 @dataclass
@@ -249,6 +262,9 @@ class RunPaths:
 
     def chart(self, name: str) -> Path:
         return self.charts_dir / f"{name}.png"
+
+    @property
+    def eval_comparison(self) -> Path: return self.eval_dir / "comparison.json"  # RL minus SFT, with intervals
 
     @property
     def report_html(self) -> Path: return self.root / "report.html"
@@ -446,11 +462,23 @@ def validate(cfg: RunConfig) -> None:
     if not 0 <= cfg.verify.cuda_connections <= 32:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
+    for path in (("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
+                 ("sft", "eval_steps"), ("eval", "bootstrap_resamples")):
+        if _get(cfg, path) < 0:
+            raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")
+    if cfg.rl.overlap_chunks < 1:
+        raise ConfigError(f"rl.overlap_chunks must be at least 1 (1 = no overlap), got {cfg.rl.overlap_chunks}")
+    unknown_sets = [s for s in cfg.eval.heldout_sets if s not in ("tasks", "families")]
+    if unknown_sets or not cfg.eval.heldout_sets:
+        raise ConfigError(f"eval.heldout_sets={cfg.eval.heldout_sets}: name one or both of tasks (unseen tasks of "
+                          "trained families) and families (unseen families)")
+    if cfg.sft.time_budget_s < 0:
+        raise ConfigError(f"sft.time_budget_s={cfg.sft.time_budget_s} must be 0 (none) or more")
     if cfg.rl.top_k > cfg.rl.n_samples:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")
     for name in ("curriculum_start_p", "curriculum_end_p", "curriculum_trigger", "heldout_fraction",
-                 "timing_trim"):
+                 "timing_trim", "eval_fraction", "refine_discount"):
         path = _leaf_paths()[name]
         v = _get(cfg, path)
         if not 0.0 <= v <= 1.0:

@@ -22,6 +22,19 @@ Definitions (what the log and the report mean by them):
   (the built-in suite has levels 1 and 2; KernelBench's Level-3 architectures join the hard side).
   When one side has no tasks, every draw goes to the other side and the log says so.
 
+The frontier (`frontier=True`, the setting `curriculum_frontier`): which tasks of a side are drawn.
+Each task keeps decayed counts of its recent samples, `s` correct and `f` not, updated whenever it
+is drawn: `s <- decay * s + correct`, `f <- decay * f + wrong` (`frontier_decay`: the weight of a
+task's earlier attempts against its latest). Its success estimate is `p = (s + 0.5) / (s + f + 1)`
+(0.5 before any attempt), and it is drawn with weight `p * (1 - p) + frontier_floor`: tasks the
+policy sometimes solves (where samples differ, and so groups carry a learning signal) most, tasks
+never tried as much, tasks always or never solved least but never not at all. Draws within a side
+are weighted and without replacement. Without the frontier, tasks of a side are drawn uniformly.
+The per-task counts are rebuilt from the log on a resume (each record keeps `task_results`).
+
+Redraws (dynamic sampling: a group that carried no signal is replaced): `redraw` draws more tasks
+for the open step, by the same rules, avoiding the step's tasks where the side has others.
+
 Randomness: step `s`'s draws use `random.Random(f"{seed}:curriculum:{s}")`, so a run resumed at
 step `s` draws exactly what the uninterrupted run drew, with no RNG state to save.
 """
@@ -55,6 +68,9 @@ class CurriculumSettings:
     trigger: float = 0.4
     ramp_steps: int = 10
     ema_weight: float = 0.5
+    frontier: bool = False
+    frontier_decay: float = 0.7
+    frontier_floor: float = 0.05
 
     def __post_init__(self) -> None:
         for name in ("start_p", "end_p", "trigger"):
@@ -65,11 +81,14 @@ class CurriculumSettings:
             raise ValueError(f"curriculum_ramp_steps={self.ramp_steps} must be 0 or more")
         if not 0.0 < self.ema_weight <= 1.0:
             raise ValueError(f"curriculum ema_weight={self.ema_weight} must lie in (0, 1]")
+        if not 0.0 <= self.frontier_decay <= 1.0 or self.frontier_floor <= 0:
+            raise ValueError(f"curriculum frontier_decay={self.frontier_decay} must lie in [0, 1] and "
+                             f"frontier_floor={self.frontier_floor} must be positive")
 
     @classmethod
     def from_config(cls, rl: RLConfig) -> "CurriculumSettings":
         return cls(start_p=rl.curriculum_start_p, end_p=rl.curriculum_end_p, trigger=rl.curriculum_trigger,
-                   ramp_steps=rl.curriculum_ramp_steps)
+                   ramp_steps=rl.curriculum_ramp_steps, frontier=rl.curriculum_frontier)
 
 
 # --------------------------------------------------------------------------- the schedule (pure)
@@ -96,6 +115,28 @@ def update_running_rate(previous: float | None, step_rate: float | None, ema_wei
 
 def step_rng(seed: int, step: int) -> random.Random:
     return random.Random(f"{seed}:curriculum:{step}")
+
+
+def success_estimate(correct: float, wrong: float) -> float:
+    """A task's recent success rate from its decayed counts (0.5 before any attempt)."""
+    return (correct + 0.5) / (correct + wrong + 1.0)
+
+
+def frontier_weight(correct: float, wrong: float, floor: float) -> float:
+    p = success_estimate(correct, wrong)
+    return p * (1.0 - p) + floor
+
+
+def _item_id(item: Any) -> str:
+    return str(getattr(item, "id", item))
+
+
+def weighted_without_replacement(items: Sequence[T], weights: Sequence[float], n: int,
+                                 rng: random.Random) -> list[T]:
+    """`n` distinct items (all of them when n >= len), each draw proportional to its weight
+    (Efraimidis-Spirakis keys u ** (1 / w)); order: the draw order."""
+    keyed = sorted(((rng.random() ** (1.0 / w), i) for i, w in enumerate(weights)), reverse=True)
+    return [items[i] for _, i in keyed[:n]]
 
 
 # --------------------------------------------------------------------------- state and log
@@ -125,6 +166,8 @@ class StepRecord:
     triggered_at: int | None
     fallback: str = ""  # "no level-2 tasks" / "no level-1 tasks" when one side was empty
     extra: dict[str, Any] = field(default_factory=dict)
+    task_results: dict[str, list[int]] = field(default_factory=dict)  # task id -> [samples, correct]
+    redrawn: int = 0  # tasks drawn again for this step (dynamic sampling)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,6 +183,8 @@ class Curriculum:
         self.log_path = Path(log_path) if log_path is not None else None
         self.state = state or CurriculumState()
         self._drawn: tuple[int, int, str] | None = None  # (n_level1, n_level2, fallback) of the open step
+        self._redrawn = 0
+        self.task_counts: dict[str, list[float]] = {}  # task id -> [decayed correct, decayed wrong]
 
     @classmethod
     def from_config(cls, cfg, log_path: str | Path | None = None) -> "Curriculum":
@@ -197,23 +242,74 @@ class Curriculum:
             fallback = "no level-2 tasks"
         elif LEVEL1 not in available:
             fallback = "no level-1 tasks"
+        out = self._fill(sides, levels, rng, avoid=())
+        self._drawn = (levels.count(LEVEL1), levels.count(LEVEL2), fallback)
+        self._redrawn = 0
+        return out
+
+    def redraw(self, pool_by_level: Mapping[int, Sequence[T]], n: int, avoid: Iterable[str] = (),
+               rng: random.Random | None = None) -> list[T]:
+        """`n` more tasks for the open step (groups that carried no signal are replaced), by the
+        same side and frontier rules, avoiding the task ids `avoid` where a side has others."""
+        if n < 1:
+            return []
+        rng = rng or random.Random(f"{self.seed}:curriculum:{self.state.step}:redraw:{self._redrawn}")
+        sides: dict[int, list[T]] = {LEVEL1: [], LEVEL2: []}
+        for level in sorted(pool_by_level):
+            sides[side_of(level)].extend(pool_by_level[level])
+        available = [s for s, items in sides.items() if items]
+        if not available:
+            raise ValueError("redraw: the task pool is empty")
+        out = self._fill(sides, self.sample_levels(n, rng, available), rng, avoid=set(avoid))
+        self._redrawn += len(out)
+        return out
+
+    def _fill(self, sides: dict[int, list[T]], levels: list[int], rng: random.Random, avoid) -> list[T]:
+        """One task per entry of `levels`, without replacement within a side until it runs out
+        (then its pool is drawn again); by the frontier's weights when it is on."""
         out: list[T] = []
         queues: dict[int, list[T]] = {}
         for side in levels:
             if not queues.get(side):
-                queue = list(sides[side])
-                rng.shuffle(queue)
+                pool = list(sides[side])
+                fresh = [t for t in pool if _item_id(t) not in avoid]
+                pool = fresh or pool
+                if self.settings.frontier:
+                    weights = [frontier_weight(*self.task_counts.get(_item_id(t), (0.0, 0.0)),
+                                               self.settings.frontier_floor) for t in pool]
+                    queue = weighted_without_replacement(pool, weights, len(pool), rng)[::-1]
+                else:
+                    queue = pool
+                    rng.shuffle(queue)
                 queues[side] = queue
             out.append(queues[side].pop())
-        self._drawn = (levels.count(LEVEL1), levels.count(LEVEL2), fallback)
         return out
+
+    def count_redrawn(self, n: int) -> None:
+        """Record `n` redrawn tasks for the open step without drawing them (a resumed step whose
+        draws are on disk)."""
+        self._redrawn += max(0, int(n))
+
+    def task_success(self, task_id: str) -> float:
+        """The frontier's recent-success estimate of a task (0.5 before any attempt)."""
+        return success_estimate(*self.task_counts.get(task_id, (0.0, 0.0)))
+
+    def _observe(self, task_results: Mapping[str, Sequence[int]]) -> None:
+        d = self.settings.frontier_decay
+        for tid, (n, correct) in task_results.items():
+            c = self.task_counts.setdefault(tid, [0.0, 0.0])
+            c[0] = d * c[0] + correct
+            c[1] = d * c[1] + (n - correct)
 
     # -- updates ----------------------------------------------------------------------
 
-    def update(self, results: Iterable[tuple[int, bool]], **extra: Any) -> StepRecord:
-        """Close the current step with its verified samples `(task level, correct)`; append the
-        step's record to the log and advance to the next step."""
+    def update(self, results: Iterable[tuple[int, bool]], task_results: Mapping[str, Sequence[int]] | None = None,
+               **extra: Any) -> StepRecord:
+        """Close the current step with its verified samples `(task level, correct)` and, for the
+        frontier, per task `{task id: (samples, correct)}`; append the step's record to the log and
+        advance to the next step."""
         results = list(results)
+        task_results = {k: [int(v[0]), int(v[1])] for k, v in (task_results or {}).items()}
         l1 = [bool(c) for lvl, c in results if side_of(lvl) == LEVEL1]
         l2 = [bool(c) for lvl, c in results if side_of(lvl) == LEVEL2]
         step_rate = (sum(l1) / len(l1)) if l1 else None
@@ -227,9 +323,12 @@ class Curriculum:
         record = StepRecord(step=st.step, p_level2=p_used, n_level1=n1, n_level2=n2,
                             l1_samples=len(l1), l1_correct=sum(l1), l2_samples=len(l2), l2_correct=sum(l2),
                             step_l1_rate=step_rate, running_l1_rate=running, triggered_at=triggered_at,
-                            fallback=fallback, extra=dict(extra))
+                            fallback=fallback, extra=dict(extra), task_results=task_results,
+                            redrawn=self._redrawn)
+        self._observe(task_results)
         self.state = CurriculumState(step=st.step + 1, running_l1_rate=running, triggered_at=triggered_at)
         self._drawn = None
+        self._redrawn = 0
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("a", encoding="utf-8") as f:
@@ -265,6 +364,7 @@ class Curriculum:
                 raise ValueError(f"{path}: curriculum log out of order at step {rec['step']} "
                                  f"(expected {len(kept)}); delete it to restart the schedule")
             kept.append(rec)
+            cur._observe(rec.get("task_results") or {})
         if kept:
             last = kept[-1]
             cur.state = CurriculumState(step=last["step"] + 1, running_l1_rate=last["running_l1_rate"],
@@ -295,4 +395,4 @@ def schedule_preview(settings: CurriculumSettings, l1_rates: Sequence[float | No
 
 __all__ = ["Curriculum", "CurriculumSettings", "CurriculumState", "StepRecord", "LEVEL1", "LEVEL2",
            "p_level2_at", "update_running_rate", "step_rng", "side_of", "read_curriculum_log",
-           "schedule_preview"]
+           "schedule_preview", "success_estimate", "frontier_weight", "weighted_without_replacement"]

@@ -10,6 +10,17 @@ the model, then verify every completion in the verifier pool's worker processes.
 `detailed_results`) plus what is needed to trust and reproduce it: seed, task source and ids, k,
 sampling settings, device, wall time, and notes such as "timing skipped: no GPU".
 
+Held-out sets (`eval_tasks=heldout`): the run's split gives two, named by `eval.heldout_sets`:
+`tasks` = (a) unseen tasks of families trained on, `families` = (b) unseen families; `num_tasks`
+caps each set. Every row says which set it is in (`heldout_set`); the record's metrics give each
+set under `metrics.by_set`, and every rate a 95% interval from resampling tasks
+(`metrics.intervals`, `eval.bootstrap_resamples`). Where both an RL and the SFT record exist,
+the RL record gets `vs_sft`: RL minus SFT per rate, overall and per set, with the paired
+interval of the difference; `eval/comparison.json` holds the same for every stage.
+
+Identical code is verified once per record (train/verify_batch.py): at a low temperature the k
+samples of a task often repeat, and a repeat would only get the same verdict again.
+
 Resumable: a record holds a fingerprint of everything its numbers depend on (model weights,
 tasks, sampling, verifier settings, device kind); a model whose record exists with the same
 fingerprint is not evaluated again. A model stage whose checkpoint is missing is skipped with a note
@@ -34,7 +45,7 @@ from .jsonio import DamagedFile, read_json, write_json
 from .tasks.task import Task
 from .verify.verdict import Verdict
 
-EVAL_FORMAT = 1  # bump when the record's meaning changes: older records are then re-evaluated
+EVAL_FORMAT = 2  # bump when the record's meaning changes: older records are then re-evaluated
 # "stage" alone means a verifier funnel step (Verdict.stage); a model stage is base, sft or rl.
 MODEL_STAGES = ("base", "sft", "rl")
 TRAINING_NOTEBOOK = {"sft": "02_sft", "rl": "03_rl"}  # the notebook that trains each model stage
@@ -99,11 +110,39 @@ def heldout_task_ids(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
     return held
 
 
+HELDOUT_SETS = {"tasks": "(a) unseen tasks of trained families", "families": "(b) unseen families"}
+
+
+def heldout_sets(paths: RunPaths, tasks: Sequence[Task], names: Sequence[str]) -> dict[str, list[Task]]:
+    """The run's held-out evaluation sets among `tasks`: name -> tasks, each task tagged with its
+    set in `meta["heldout_set"]`. A set the split does not hold (an older split, or
+    heldout_in_family=0) is left out; none at all is an EvalError."""
+    from .data.split import SplitUnavailable, heldout_set_of, load_run_split
+
+    try:
+        split = load_run_split(paths.split)
+    except SplitUnavailable as e:
+        raise EvalError(f"eval_tasks=heldout needs the run's split: {e}; or evaluate on eval_tasks=builtin") from None
+    out: dict[str, list[Task]] = {}
+    for name in names:
+        if name not in HELDOUT_SETS:
+            raise ConfigError(f"held-out set {name!r}: expected one of {', '.join(HELDOUT_SETS)}")
+        chosen = [dataclasses.replace(t, meta={**t.meta, "heldout_set": name}) for t in tasks
+                  if heldout_set_of(split, t) == name]
+        if chosen:
+            out[name] = chosen
+    if not out:
+        raise EvalError(f"the split at {paths.split} holds none of the {len(tasks)} tasks in the held-out sets "
+                        f"{', '.join(names)}; was 01_data run with another task_source? Use eval_tasks=builtin")
+    return out
+
+
 def load_eval_tasks(cfg: RunConfig, paths: RunPaths | None = None, source: str | None = None,
                     num_tasks: int | None = None) -> list[Task]:
     """The evaluation tasks: `source` (default cfg.eval.eval_tasks) is `heldout` (the run's held-out
-    tasks of data.task_source), `builtin`, a KernelBench checkout, a table file or a hub name;
-    capped to `num_tasks` (default cfg.eval.num_tasks) deterministically."""
+    sets of data.task_source, eval.heldout_sets, each capped to `num_tasks`), `builtin`, a
+    KernelBench checkout, a table file or a hub name; capped to `num_tasks` (default
+    cfg.eval.num_tasks) deterministically."""
     from .tasks.loaders import TaskSourceError, load_tasks
 
     source = (source or cfg.eval.eval_tasks).strip()
@@ -111,7 +150,9 @@ def load_eval_tasks(cfg: RunConfig, paths: RunPaths | None = None, source: str |
     try:
         if source == "heldout":
             paths = paths or cfg.paths
-            tasks = heldout_task_ids(paths, load_tasks(cfg.data.task_source, size=cfg.data.task_size))
+            sets = heldout_sets(paths, load_tasks(cfg.data.task_source, size=cfg.data.task_size),
+                                cfg.eval.heldout_sets)
+            return [t for name in sets for t in cap_tasks(sets[name], n)]
         else:
             tasks = load_tasks(source, size=cfg.data.task_size)
     except TaskSourceError as e:
@@ -249,9 +290,11 @@ def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling:
 
 def build_record(*, model_stage: str, model_path: str, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
                  verdicts: Sequence[Verdict], sampling: EvalSampling, task_source: str,
-                 device: str = "", wall_s: float = 0.0, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                 device: str = "", wall_s: float = 0.0, extra: dict[str, Any] | None = None,
+                 resamples: int = 0) -> dict[str, Any]:
     """The eval record from tasks, their completions ([task][sample]: rollout Completions or plain
-    strings) and one verdict per completion, in the same task-major order."""
+    strings) and one verdict per completion, in the same task-major order. `resamples` > 0 adds
+    the rates' 95% task-bootstrap intervals."""
     flat = [(t, j, c) for t, cs in zip(tasks, completions) for j, c in enumerate(cs)]
     if len(flat) != len(verdicts):
         raise ValueError(f"{len(verdicts)} verdicts for {len(flat)} completions")
@@ -259,6 +302,8 @@ def build_record(*, model_stage: str, model_path: str, tasks: Sequence[Task], co
     for (task, j, comp), verdict in zip(flat, verdicts):
         text = comp if isinstance(comp, str) else comp.text
         gen = {} if isinstance(comp, str) else {"finish_reason": comp.finish_reason, "num_tokens": comp.num_tokens}
+        if task.meta.get("heldout_set"):
+            gen["heldout_set"] = task.meta["heldout_set"]
         rows.append(M.sample_row(verdict, task_id=task.id, level=task.level, sample=j, model_stage=model_stage, name=task.name,
                                  completion=text, extra=gen))
     notes = list(sampling.notes)
@@ -272,7 +317,7 @@ def build_record(*, model_stage: str, model_path: str, tasks: Sequence[Task], co
     record = {
         "model_path": model_path,
         "num_tasks": len(tasks),
-        "metrics": M.compute_metrics(rows, sampling.k),
+        "metrics": M.compute_metrics(rows, sampling.k, resamples=resamples),
         "detailed_results": rows,
         "stage": model_stage,
         "task_source": task_source,
@@ -285,6 +330,10 @@ def build_record(*, model_stage: str, model_path: str, tasks: Sequence[Task], co
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "notes": notes,
     }
+    if any(task.meta.get("heldout_set") for task in tasks):
+        record["heldout_sets"] = {name: [t.id for t in tasks if t.meta.get("heldout_set") == name]
+                                  for name in dict.fromkeys(t.meta["heldout_set"] for t in tasks
+                                                            if t.meta.get("heldout_set"))}
     if extra:
         record.update(extra)
     return record
@@ -384,20 +433,24 @@ def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequen
                       extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Verify completions ([task][sample]: rollout Completions or strings) in the verifier pool
     and build the eval record."""
+    from .train.verify_batch import verify_unique
+
     flat_tasks = [t for t, cs in zip(tasks, completions) for _ in cs]
     flat_text = [c if isinstance(c, str) else c.text for cs in completions for c in cs]
     lazy = _LazyPool(cfg, pool)
     t1 = time.perf_counter()
     try:
-        verdicts = lazy.get().map(flat_tasks, flat_text, desc=f"verify {model_stage}", progress=progress)
+        verdicts, vstats = verify_unique(lazy.get(), flat_tasks, flat_text, desc=f"verify {model_stage}",
+                                         progress=progress)
     finally:
         lazy.close()
     return build_record(model_stage=model_stage, model_path=model_path, tasks=tasks, completions=completions, verdicts=verdicts,
                         sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
                         device=device_description(device),
                         wall_s=time.perf_counter() - (started if started is not None else t1),
-                        extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "run": cfg.run_name,
-                               "profile": cfg.profile, **(extra or {})})
+                        extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "verify": vstats.to_dict(),
+                               "run": cfg.run_name, "profile": cfg.profile, **(extra or {})},
+                        resamples=cfg.eval.bootstrap_resamples)
 
 
 def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
@@ -458,7 +511,54 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
                                           force=force, progress=progress, log=log))
     finally:
         lazy.close()
+    attach_comparison({s.stage: (s.record, s.path) for s in results if s.record is not None and s.path is not None},
+                      paths.eval_comparison, cfg.eval.bootstrap_resamples)
     return EvalRunResult(results)
+
+
+# --------------------------------------------------------------------------- RL minus SFT
+
+DIFFERENCE_KEYS = ("correct_rate", "compiled_rate", "valid_rate")
+
+
+def difference(record: dict[str, Any], baseline: dict[str, Any], resamples: int = 2000) -> dict[str, Any]:
+    """`record` minus `baseline` on the tasks both evaluated, per rate in percentage points with its
+    paired 95% interval (metrics.paired_difference): overall under `all`, per held-out set under
+    `by_set`. Both records should come from the same tasks, k and seed (the same evaluation)."""
+    rows, base = record["detailed_results"], baseline["detailed_results"]
+    out: dict[str, Any] = {"baseline_stage": baseline.get("stage"), "k": record.get("k"),
+                           "baseline_k": baseline.get("k"),
+                           "all": {key: M.paired_difference(rows, base, key, resamples) for key in DIFFERENCE_KEYS}}
+    sets = sorted({r["heldout_set"] for r in rows if r.get("heldout_set")})
+    if sets:
+        out["by_set"] = {name: {key: M.paired_difference([r for r in rows if r.get("heldout_set") == name],
+                                                         [r for r in base if r.get("heldout_set") == name],
+                                                         key, resamples)
+                                for key in DIFFERENCE_KEYS} for name in sets}
+    return out
+
+
+def compare_stages(records: dict[str, dict[str, Any]], baseline: str = "sft",
+                   resamples: int = 2000) -> dict[str, dict[str, Any]]:
+    """Every stage that is not the baseline nor `base`, minus the baseline stage: stage -> difference()."""
+    if baseline not in records:
+        return {}
+    return {stage: difference(rec, records[baseline], resamples) for stage, rec in records.items()
+            if stage not in (baseline, "base")}
+
+
+def attach_comparison(records: dict[str, tuple[dict[str, Any], Path]], comparison_path: Path,
+                      resamples: int = 2000, baseline: str = "sft") -> dict[str, dict[str, Any]]:
+    """Each stage minus the baseline (compare_stages) written into that stage's record file as
+    `vs_<baseline>` and, all together, to `comparison_path`; records: stage -> (record, its file)."""
+    comparison = compare_stages({stage: rec for stage, (rec, _) in records.items()}, baseline, resamples)
+    for stage, diff in comparison.items():
+        rec, path = records[stage]
+        rec[f"vs_{baseline}"] = diff
+        write_record(path, rec)
+    if comparison:
+        write_record(comparison_path, {"baseline": baseline, "stages": comparison})
+    return comparison
 
 
 # --------------------------------------------------------------------------- reading results

@@ -12,6 +12,9 @@ A *sample* is one verified completion: a row of `detailed_results` in an eval re
     pass_at_1, pass_at_k  the unbiased pass@k estimator (Chen et al. 2021) per task, averaged
                           over tasks, in percent
 
+Intervals (`intervals`, `paired_difference`): 95% percentile intervals from resampling tasks,
+in percent (below, after the aggregates).
+
 Speed is only known where the timing stage ran (a GPU). Where no correct sample was timed, the
 fast rates and the geometric mean are None ("not measured"), never 0; with no correct sample at
 all the fast rates are 0, since nothing can be fast without being correct.
@@ -20,6 +23,7 @@ all the fast rates are 0, since nothing can be fast without being correct.
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -157,12 +161,19 @@ def _mean_pass_at(rows: Sequence[Mapping[str, Any]], k: int) -> float | None:
     return round(100.0 * sum(scores) / len(scores), 2) if scores else None
 
 
-def compute_metrics(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
+def compute_metrics(rows: Sequence[Mapping[str, Any]], k: int, resamples: int = 0) -> dict[str, Any]:
     """Overall metrics at the top level (the source's layout: metrics.valid_rate, ...), the same
-    per level under `by_level` ("1", "2", ...)."""
+    per level under `by_level` ("1", "2", ...). With `resamples`, 95% task-bootstrap intervals of
+    the rates under `intervals` (overall and per held-out set); rows that name their held-out set
+    (`heldout_set`) also give `by_set`."""
     out = summarize(rows, k)
     levels = sorted({int(r["level"]) for r in rows})
     out["by_level"] = {str(lvl): summarize([r for r in rows if int(r["level"]) == lvl], k) for lvl in levels}
+    if resamples:
+        out["intervals"] = intervals(rows, resamples)
+    by_set = set_metrics(rows, k, resamples)
+    if by_set:
+        out["by_set"] = by_set
     return out
 
 
@@ -182,3 +193,111 @@ def failure_reasons(rows: Iterable[Mapping[str, Any]], top: int | None = None,
 def funnel(metrics: Mapping[str, Any]) -> list[tuple[str, float | None]]:
     """(step, percent) along valid -> compiled -> correct -> fast_1 -> fast_2."""
     return [(name, metrics.get(key)) for name, key in FUNNEL]
+
+
+# --------------------------------------------------------------------------- intervals
+#
+# Samples of one task are not independent (the same prompt, one model), so an interval that
+# treats every sample as a draw would be too narrow. The bootstrap here resamples *tasks* with
+# replacement, each bringing all its samples along, and recomputes the pooled rate (hits over
+# samples): the spread is the spread over which tasks happened to be in the set. A difference of
+# two stages (RL minus SFT) is paired: both stages' samples of the same resampled tasks.
+
+INTERVAL_KEYS = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate")
+_HIT = {"valid_rate": is_valid, "compiled_rate": is_compiled, "correct_rate": lambda r: bool(r["correct"]),
+        "fast1_rate": lambda r: is_fast(r, 1.0)}
+
+
+def per_task_hits(rows: Sequence[Mapping[str, Any]], key: str = "correct_rate") -> dict[str, tuple[int, int]]:
+    """task id -> (samples counted by `key`, samples) for one group of rows."""
+    hit = _HIT[key]
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        c = out.setdefault(r["id"], [0, 0])
+        c[0] += bool(hit(r))
+        c[1] += 1
+    return {t: (h, n) for t, (h, n) in out.items()}
+
+
+def _quantiles(values: list[float], level: float) -> list[float]:
+    values = sorted(values)
+    lo_q, hi_q = (1 - level) / 2, 1 - (1 - level) / 2
+
+    def q(p: float) -> float:  # linear interpolation between order statistics
+        x = p * (len(values) - 1)
+        i = int(x)
+        j = min(i + 1, len(values) - 1)
+        return values[i] + (values[j] - values[i]) * (x - i)
+
+    return [round(q(lo_q), 2), round(q(hi_q), 2)]
+
+
+def bootstrap_interval(rows: Sequence[Mapping[str, Any]], key: str = "correct_rate", resamples: int = 2000,
+                       seed: int = 0, level: float = 0.95) -> list[float] | None:
+    """The `level` percentile interval (percent) of the pooled rate `key`, resampling tasks."""
+    counts = list(per_task_hits(rows, key).values())
+    if not counts or resamples < 1:
+        return None
+    rng = random.Random(f"bootstrap:{seed}:{key}")
+    t = len(counts)
+    rates = []
+    for _ in range(resamples):
+        pick = [counts[rng.randrange(t)] for _ in range(t)]
+        rates.append(100.0 * sum(h for h, _ in pick) / sum(n for _, n in pick))
+    return _quantiles(rates, level)
+
+
+def intervals(rows: Sequence[Mapping[str, Any]], resamples: int = 2000, seed: int = 0,
+              level: float = 0.95) -> dict[str, list[float] | None]:
+    """95% task-bootstrap intervals of the funnel's rates (fast1 only where speed was measured)."""
+    timed = any(r["correct"] and r.get("speedup") is not None for r in rows)
+    out: dict[str, list[float] | None] = {}
+    for key in INTERVAL_KEYS:
+        if key == "fast1_rate" and not timed:
+            out[key] = None
+            continue
+        out[key] = bootstrap_interval(rows, key, resamples, seed, level)
+    return out
+
+
+def paired_difference(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapping[str, Any]],
+                      key: str = "correct_rate", resamples: int = 2000, seed: int = 0,
+                      level: float = 0.95) -> dict[str, Any] | None:
+    """Stage a minus stage b on the tasks both evaluated: the difference of pooled rates in
+    percentage points, and its `level` interval from resampling those tasks (both stages' samples
+    of a drawn task come along together). None when they share no task."""
+    a, b = per_task_hits(rows_a, key), per_task_hits(rows_b, key)
+    common = sorted(set(a) & set(b))
+    if not common:
+        return None
+
+    def rate(counts: dict[str, tuple[int, int]], ids: Sequence[str]) -> float:
+        return 100.0 * sum(counts[i][0] for i in ids) / sum(counts[i][1] for i in ids)
+
+    diff = rate(a, common) - rate(b, common)
+    out: dict[str, Any] = {"key": key, "difference": round(diff, 2), "a": round(rate(a, common), 2),
+                           "b": round(rate(b, common), 2), "tasks": len(common),
+                           "samples_a": sum(a[i][1] for i in common), "samples_b": sum(b[i][1] for i in common),
+                           "interval": None, "above_zero": None, "resamples": resamples, "level": level}
+    if resamples >= 1:
+        rng = random.Random(f"paired:{seed}:{key}")
+        diffs = []
+        for _ in range(resamples):
+            ids = [common[rng.randrange(len(common))] for _ in common]
+            diffs.append(rate(a, ids) - rate(b, ids))
+        out["interval"] = _quantiles(diffs, level)
+        out["above_zero"] = out["interval"][0] > 0
+    return out
+
+
+def set_metrics(rows: Sequence[Mapping[str, Any]], k: int, resamples: int = 0) -> dict[str, dict[str, Any]]:
+    """Per held-out set (rows' `heldout_set`: "tasks" = (a), "families" = (b)), the summary and,
+    with `resamples`, its intervals. Empty when no row names a set."""
+    sets = sorted({r["heldout_set"] for r in rows if r.get("heldout_set")})
+    out = {}
+    for name in sets:
+        part = [r for r in rows if r.get("heldout_set") == name]
+        out[name] = summarize(part, k)
+        if resamples:
+            out[name]["intervals"] = intervals(part, resamples)
+    return out

@@ -3,8 +3,16 @@
 In every category a deterministic (seed-keyed) choice of `heldout_fraction` of its families is
 held out, at least one where the category has two or more families and at least one always left
 for training. Held-out families are picked among those the task suite has tasks for, so the
-held-out evaluation set is never empty by accident. SFT examples come only from train families;
-the held-out evaluation set is the suite's tasks whose family is held out.
+held-out evaluation set is never empty by accident. SFT examples come only from train families.
+
+Two held-out evaluation sets come out of it:
+
+    (b) unseen families   the suite's tasks whose family is held out (`heldout_task_ids`)
+    (a) unseen tasks      in each train family, `in_family` of its variant tasks (tasks/variants.py:
+                          other shapes, constants, axes, dtypes; never the family's original),
+                          chosen by a seed-keyed draw (`heldout_in_family_ids`)
+
+RL trains on what is left (`train_task_ids`); a task of either set is never trained on.
 
 KernelBook rows carry no family; `leaked_family` recognises a row whose reference is a single
 operation of a held-out family, so such rows can be kept out of training.
@@ -32,6 +40,7 @@ class Split:
     train_task_ids: list[str] = field(default_factory=list)  # suite tasks of train families
     heldout_task_ids: list[str] = field(default_factory=list)  # suite tasks of held-out families
     untagged_task_ids: list[str] = field(default_factory=list)  # tasks with no known family
+    heldout_in_family_ids: list[str] = field(default_factory=list)  # set (a): unseen tasks of train families
     settings: dict[str, Any] = field(default_factory=dict)  # what produced the run's data (01_data)
     counts: dict[str, Any] = field(default_factory=dict)  # measured counts and times of the data stage
 
@@ -77,8 +86,18 @@ def load_run_split(path: Path) -> Split:
 
 
 def is_heldout(split: Split, task: Task) -> bool:
-    """Held out of training: listed by id, or of a held-out op family."""
-    return task.id in split.heldout_task_ids or split.side(task) == "heldout"
+    """Held out of training: listed by id (either held-out set), or of a held-out op family."""
+    return task.id in split.heldout_task_ids or task.id in split.heldout_in_family_ids \
+        or split.side(task) == "heldout"
+
+
+def heldout_set_of(split: Split, task: Task) -> str | None:
+    """Which held-out evaluation set a task belongs to: "families" (b), "tasks" (a) or None."""
+    if task.id in split.heldout_in_family_ids:
+        return "tasks"
+    if task.id in split.heldout_task_ids or split.side(task) == "heldout":
+        return "families"
+    return None
 
 
 def n_heldout(n_families: int, fraction: float) -> int:
@@ -89,7 +108,11 @@ def n_heldout(n_families: int, fraction: float) -> int:
     return min(max(int(n_families * fraction + 0.5), 1), n_families - 1)
 
 
-def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = ()) -> Split:
+def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = (), in_family: int = 0) -> Split:
+    """The split of `tasks`: families held out per category, then `in_family` variant tasks of
+    each train family held out (set a; 0 = none)."""
+    if in_family < 0:
+        raise ValueError(f"in_family={in_family} must be 0 or more (variant tasks held out per train family)")
     if not 0.0 <= heldout_fraction <= 1.0:
         raise ValueError(f"heldout_fraction={heldout_fraction} must lie between 0 and 1")
     tasks = list(tasks)
@@ -111,10 +134,32 @@ def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = ()) -
     split = Split(seed=seed, heldout_fraction=heldout_fraction,
                   train_families=[f for f in order if f not in heldout],
                   heldout_families=[f for f in order if f in heldout], by_category=by_category)
+    held_in = set(heldout_in_family(tasks, split.train_families, seed, in_family))
     for t in tasks:
+        if t.id in held_in:
+            split.heldout_in_family_ids.append(t.id)
+            continue
         {"train": split.train_task_ids, "heldout": split.heldout_task_ids,
          "untagged": split.untagged_task_ids}[split.side(t)].append(t.id)
     return split
+
+
+def heldout_in_family(tasks: Sequence[Task], train_families: Iterable[str], seed: int, k: int) -> list[str]:
+    """Per train family, `k` of its variant tasks (meta `variant_of`), drawn with a family-keyed
+    seed; a family keeps its original and at least one task for training whatever `k` is."""
+    if k <= 0:
+        return []
+    by_family: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_family.setdefault(t.op_family, []).append(t)
+    out: list[str] = []
+    for fam in train_families:
+        members = by_family.get(fam, [])
+        variants = sorted(t.id for t in members if t.meta.get("variant_of"))
+        n = min(k, len(variants), len(members) - 1)
+        if n > 0:
+            out += random.Random(f"split:{seed}:in_family:{fam}").sample(variants, n)
+    return out
 
 
 def heldout_tasks(tasks: Iterable[Task], split: Split) -> list[Task]:
@@ -122,7 +167,15 @@ def heldout_tasks(tasks: Iterable[Task], split: Split) -> list[Task]:
 
 
 def train_tasks(tasks: Iterable[Task], split: Split) -> list[Task]:
-    return [t for t in tasks if split.side(t) == "train"]
+    """The tasks training may use: of train families, not held out in their family (set a)."""
+    held = set(split.heldout_in_family_ids)
+    return [t for t in tasks if split.side(t) == "train" and t.id not in held]
+
+
+def in_family_tasks(tasks: Iterable[Task], split: Split) -> list[Task]:
+    """Held-out set (a): unseen tasks of train families."""
+    held = set(split.heldout_in_family_ids)
+    return [t for t in tasks if t.id in held]
 
 
 # Operation names (as the difficulty analysis reports them) that reveal a family. Families whose

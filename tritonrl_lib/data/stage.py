@@ -51,6 +51,14 @@ def data_pool_workers(cfg: RunConfig) -> int | None:
     return max(2, (os.cpu_count() or 2) - 2)
 
 
+def data_verify_config(cfg: RunConfig):
+    """The verifier settings of the corpus: the run's, without the workers' reference cache. Every
+    generated example is a task of its own, so a kept reference is never used again; and a worker
+    keeping hundreds of them ran out of the descriptors `select()` can watch (measured: 118 of 424
+    candidates lost as `internal_error: filedescriptor out of range in select()`, 0 without)."""
+    return dataclasses.replace(cfg.verify, reference_cache_mb=0)
+
+
 def tasks_digest(tasks: list[Task]) -> str:
     """Which tasks (and families) the suite holds: the split, and so the data, depend on it."""
     h = hashlib.sha256()
@@ -67,6 +75,7 @@ def data_settings(cfg: RunConfig, tasks: list[Task] | None = None) -> dict[str, 
     digest = {"tasks": tasks_digest(tasks)} if tasks is not None else {}
     return {**digest, "seed": cfg.seed, "task_source": cfg.data.task_source, "task_size": cfg.data.task_size,
             "n_sft_examples": cfg.data.n_sft_examples, "heldout_fraction": cfg.data.heldout_fraction,
+            "heldout_in_family": cfg.data.heldout_in_family,
             "kernelbook_source": cfg.data.kernelbook_source, "kernelbook_verify": kb_verify,
             "kernelbook_max_rows": kb_rows, "generator": generator_version(),
             "verify": {"policy": v.policy, "atol": v.atol, "rtol": v.rtol, "half_atol": v.half_atol,
@@ -129,7 +138,7 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
     start = time.perf_counter()
     tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
     settings = data_settings(cfg, tasks)  # taken before generating: it describes the code that makes the data
-    split = make_split(cfg.seed, cfg.data.heldout_fraction, tasks)
+    split = make_split(cfg.seed, cfg.data.heldout_fraction, tasks, in_family=cfg.data.heldout_in_family)
     labels = label_tasks(tasks)
     kb_verify, kb_rows = kernelbook_options(cfg)
     kb = load_kernelbook(cfg.data.kernelbook_source, limit=kb_rows or None) if cfg.data.kernelbook_source else None
@@ -138,8 +147,9 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
         messages.append(f"KernelBook: {kb.n_kept} of {kb.n_rows} rows normalised; skipped {dict(kb.skipped)}")
 
     level_of = {r.id: r for r in labels}
-    manifest = [dataclasses.replace(t, meta={**t.meta, "split": split.side(t), "difficulty": level_of[t.id].level})
-                for t in tasks]
+    held_in = set(split.heldout_in_family_ids)
+    manifest = [dataclasses.replace(t, meta={**t.meta, "split": "heldout_in_family" if t.id in held_in else split.side(t),
+                                             "difficulty": level_of[t.id].level}) for t in tasks]
     write_jsonl(paths.tasks_manifest, [t.to_dict() for t in manifest])
     write_jsonl(paths.difficulty_labels, labels)
 
@@ -155,7 +165,7 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
     if own_pool and (cfg.data.n_sft_examples > 0 or (kb is not None and kb_verify)):
         from ..verify import VerifierPool
 
-        pool = VerifierPool(cfg.verify, cache=True, progress=False, device=cfg.data.data_verify_device,
+        pool = VerifierPool(data_verify_config(cfg), cache=True, progress=False, device=cfg.data.data_verify_device,
                             workers=data_pool_workers(cfg))
     try:
         examples, gstats = generate_sft_examples(split.train_families, cfg.data.n_sft_examples, cfg.seed,

@@ -36,6 +36,7 @@ class SuiteEntry:
     category: str
     description: str
     sizes: dict[str, dict[str, int | float]]
+    variant_of: str = ""  # the original task's name, for a variant (tasks/variants.py); "" for an original
 
     @property
     def path(self) -> Path:
@@ -95,7 +96,7 @@ def load_manifest() -> list[SuiteEntry]:
         seen.add(raw.get("id"))
         problems.extend(row_problems)
         if not row_problems:
-            entries.append(SuiteEntry(**{k: raw[k] for k in SuiteEntry.__dataclass_fields__}))
+            entries.append(SuiteEntry(**{k: raw[k] for k in SuiteEntry.__dataclass_fields__ if k in raw}))
     if problems:
         raise TaskFormatError([FormatProblem(str(MANIFEST_PATH), p, "correct the manifest row") for p in problems])
     return entries
@@ -144,7 +145,8 @@ def load_builtin(size: str = "small", *, levels: Iterable[int] | int | None = No
             origin="builtin",
             description=e.description,
             reference_solution=e.solution_path.read_text(),
-            meta={"file": e.file, "solution_file": e.solution, "size": size, "sizes": e.sizes},
+            meta={"file": e.file, "solution_file": e.solution, "size": size, "sizes": e.sizes,
+                  **({"variant_of": e.variant_of} if e.variant_of else {})},
         ))
     if problems:
         raise TaskFormatError(problems)

@@ -3,21 +3,27 @@
 Read top to bottom, `train_best_of_n` opens the run (rl_run.py: the SFT adapter, the training
 tasks, resume or a fresh start) and does, for each of `rounds` rounds:
 
-1. the curriculum draws `tasks_per_round` training tasks (Level 1 / Level 2 mix, curriculum.py);
-2. the policy writes `n_samples` completions per task (rollout/: batched, stops at the end of
-   the code block); an optional `extra_candidates(task, round)` hook adds candidates of its own
-   (tests add the task's reference solution; they are marked `injected` and never count in the
-   policy's statistics or the curriculum);
-3. the verifier pool checks every candidate in its worker processes (candidate code never runs in
-   this process); the candidates and their verdicts are written to rounds/round-NNN/samples.jsonl
-   and round.json, so a resumed run never verifies a round twice;
-4. per task, the top `top_k` candidates by reward, correct ones only (ties by speedup, then the
-   shorter completion), become prompt/completion pairs;
-5. the policy's LoRA adapter is fine-tuned on them with the SFT stage's trainer (train/sft.py's
+1. the curriculum draws `tasks_per_round` training tasks (Level 1 / Level 2 mix, and within a
+   level the policy's frontier: curriculum.py);
+2. rl_groups.collect_step: the policy writes `n_samples` completions per task (rollout/: batched,
+   stops at the end of the code block) in `overlap_chunks` chunks, each chunk verified in the
+   verifier pool while the next generates (identical code verified once; candidate code never
+   runs in this process); with `refine_turns`, failed candidates get the verifier's feedback and
+   are written again; tasks whose group has no correct candidate are replaced by newly drawn
+   ones (`redraw_rounds`, dynamic sampling). An optional `extra_candidates(task, round)` hook adds
+   candidates of its own (tests add the task's reference solution; they are marked `injected` and
+   never count in the policy's statistics or the curriculum). The candidates and their verdicts
+   are written to rounds/round-NNN/samples.jsonl and round.json, so a resumed run never verifies
+   a round twice;
+3. per task, the top `top_k` candidates by (discounted) reward, correct ones only (ties by
+   speedup, then the shorter completion), become prompt/completion pairs (a refined candidate
+   keeps its conversation: the first attempt and the verifier's feedback are its prompt);
+4. the policy's LoRA adapter is fine-tuned on them with the SFT stage's trainer (train/sft.py's
    `build_trainer`, at rl_learning_rate for rl_epochs), and the adapter is saved to the round's
    folder and to checkpoints/rl (what eval loads);
-6. one line per round goes to logs/rl_log.jsonl: tasks, samples, correct rate by level, mean
-   reward, kept, verifications per minute, rollout tokens/s, the curriculum's P(Level 2) (rl_log.py).
+5. one line per round goes to logs/rl_log.jsonl: tasks, samples, correct rate by level, mean
+   reward, kept, groups with signal, generate / verify / train seconds, verifications per minute,
+   rollout tokens/s, the curriculum's P(Level 2) (rl_log.py).
 
 The best policy (highest mean reward on its round's samples; the SFT start counts as round 0's
 policy) is saved to checkpoints/rl/best with checkpoints/rl/best.json (rl_best.py). A policy is measured by the
@@ -38,13 +44,16 @@ from .. import models
 from ..config import RunConfig, RunPaths
 from ..curriculum import Curriculum, CurriculumSettings
 from ..prompts import build_messages, format_completion
-from ..rollout import Rollout, SamplingConfig, task_prompts
+from ..rollout import Rollout, SamplingConfig
 from ..tasks.task import Task
 from ..verify.verdict import Verdict
 from .json_io import read_json, read_jsonl, write_json, write_jsonl
+from .refine import history_messages
 from .rl_best import maybe_record_best
-from .rl_log import append_rl_log, rollout_info, trim_rl_log, verdict_stats, verify_info
+from .rl_groups import StepContext, collect_step, curriculum_results
+from .rl_log import append_rl_log, rollout_info, step_timing, trim_rl_log, verdict_stats
 from .rl_run import RLResult, RLRun, open_run, verifier_pool
+from .verify_batch import VerifyAhead, training_verify_config
 
 METHOD = "best_of_n"
 ExtraCandidates = Callable[[Task, int], Sequence[str]]
@@ -59,19 +68,20 @@ def reference_candidates(task: Task, round_index: int) -> list[str]:
 # --------------------------------------------------------------------------- selection
 
 
-def _rank_key(c: dict[str, Any]) -> tuple:
+def _rank_key(c: dict[str, Any], discount: float = 1.0) -> tuple:
     v = c["verdict"]
     speed = v.get("speedup")
     speed = speed if isinstance(speed, (int, float)) and math.isfinite(speed) else float("-inf")
-    return (-float(v.get("reward", 0.0)), -speed, c.get("num_tokens", 0), c["injected"], c["sample_index"])
+    reward = float(v.get("reward", 0.0)) * discount ** c.get("turn", 0)  # a refinement earns less than a first try
+    return (-reward, -speed, c.get("num_tokens", 0), c["injected"], c.get("turn", 0), c["sample_index"])
 
 
-def select_top_k(candidates: Sequence[dict[str, Any]], k: int) -> list[dict[str, Any]]:
-    """The best `k` correct candidates of one task: by reward, then speedup, then the shorter
-    completion; identical completions count once."""
+def select_top_k(candidates: Sequence[dict[str, Any]], k: int, discount: float = 1.0) -> list[dict[str, Any]]:
+    """The best `k` correct candidates of one task: by reward (a refinement's discounted per
+    turn), then speedup, then the shorter completion; identical completions count once."""
     correct = [c for c in candidates if c["verdict"].get("correct")]
     out, seen = [], set()
-    for c in sorted(correct, key=_rank_key):
+    for c in sorted(correct, key=lambda c: _rank_key(c, discount)):
         text = c["text"].strip()
         if text in seen:
             continue
@@ -84,8 +94,10 @@ def select_top_k(candidates: Sequence[dict[str, Any]], k: int) -> list[dict[str,
 
 def training_rows(kept: Sequence[dict[str, Any]], tasks_by_id: dict[str, Task]) -> list[dict[str, Any]]:
     """SFT rows (TRL's conversational prompt/completion) from the kept candidates: the same prompt
-    the policy saw, and the completion exactly as it was written."""
-    return [{"prompt": build_messages(tasks_by_id[c["task_id"]]),
+    the policy saw (for a refinement, the conversation up to it), and the completion exactly as it
+    was written."""
+    return [{"prompt": build_messages(tasks_by_id[c["task_id"]])
+             + history_messages([(text, verdict) for text, verdict in c.get("history") or []]),
              "completion": [{"role": "assistant", "content": c["text"].strip()}]} for c in kept]
 
 
@@ -133,38 +145,47 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
     if sampler.note:
         say(f"RL: {sampler.note}")
 
-    with verifier_pool(cfg, pool) as pool:
+    with verifier_pool(cfg, pool) as pool, VerifyAhead(pool, training_verify_config(cfg)) as ahead:
+        ctx = StepContext(cfg, METHOD, sampler, sampling, ahead, curriculum, by_level, extra_candidates, "append", say)
         for r in range(done, rounds + (1 if score_final else 0)):
+            t_round = time.perf_counter()
             scoring = r >= rounds  # the extra pass that only measures the final adapter
-            drawn = curriculum.sample_tasks(by_level, cfg.rl.tasks_per_round, rng=curriculum.rng(r))
             p_used = curriculum.p_level2
-            cands, info = _round_candidates(run, r, drawn, scoring, sampler, sampling, pool, extra_candidates)
-            policy = [c for c in cands if not c["injected"]]
+            cands, info = _round_candidates(run, ctx, r, scoring)
+            policy = [c for c in cands if not c["injected"] and c.get("turn", 0) == 0]
             stats = verdict_stats([c["level"] for c in policy], [Verdict.from_dict(c["verdict"]) for c in policy])
-            cur_rec = curriculum.update([(c["level"], bool(c["verdict"]["correct"])) for c in policy],
-                                        method=METHOD, round=r)
+            results, per_task = curriculum_results(cands)
+            cur_rec = curriculum.update(results, task_results=per_task, method=METHOD, round=r)
             maybe_record_best(paths, model, tokenizer, run.base_spec, method=METHOD, stats=stats,
                               where={"round": r, "policy": "sft" if r == 0 else f"round-{r - 1:03d}"})
             record: dict[str, Any] = {"method": METHOD, "round": r, "scoring_only": scoring,
-                                      "tasks": [t.id for t in drawn], **stats,
+                                      "tasks": info["tasks"], **stats,
                                       "injected": sum(c["injected"] for c in cands),
+                                      "signal": info["signal"], "refine": info.get("refine") or None,
                                       "rollout": info["rollout"], "verify": info["verify"],
                                       "verifications_per_min": info["verify"]["per_minute"],
                                       "rollout_tokens_per_s": info["rollout"]["tokens_per_s"],
                                       "curriculum_p": p_used, "curriculum_running_l1": cur_rec.running_l1_rate,
                                       "curriculum_triggered_at": cur_rec.triggered_at}
+            train_s = 0.0
             if not scoring:
-                record.update(_keep_and_train(run, r, drawn, cands, model, tokenizer, sampler))
+                t_train = time.perf_counter()
+                record.update(_keep_and_train(run, r, cands, model, tokenizer, sampler))
                 _save_round_adapter(run, model, tokenizer, r, to_round_folder=True)
+                train_s = time.perf_counter() - t_train
             else:
                 root = paths.rl_checkpoint
                 write_json(root / models.MARKER, {**(read_json(root / models.MARKER) or {}), "scored": True})
+            record["timing"] = step_timing(info["timing"], train_s, time.perf_counter() - t_round,
+                                           reused=info.get("reused", False))
             append_rl_log(paths, record)
             history.append(record)
+            sig = info["signal"]
             say(f"round {r}: correct {stats['correct']}/{stats['samples']} "
                 f"(rate {stats['correct_rate'] if stats['correct_rate'] is not None else float('nan'):.3f}), "
                 f"mean reward {stats['mean_reward'] if stats['mean_reward'] is not None else float('nan'):.3f}, "
-                f"kept {record.get('kept', '-')}, P(L2)={p_used:.2f}")
+                f"kept {record.get('kept', '-')}, groups with signal {sig['with_signal']}/{sig['groups']}, "
+                f"P(L2)={p_used:.2f}; {_timing_words(record['timing'])}")
     result = run.result("resumed" if done else "trained", rounds, history)
     say(result.summary())
     return result
@@ -181,66 +202,53 @@ def rounds_finished(paths: RunPaths) -> int:
     return done
 
 
-def _round_candidates(run: RLRun, r: int, drawn: list[Task], scoring: bool, sampler: Rollout,
-                      sampling: SamplingConfig, pool, extra: ExtraCandidates | None) -> tuple[list[dict], dict]:
+def _round_candidates(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tuple[list[dict], dict]:
     """The round's candidates with their verdicts: read back when the round was verified before
-    (a resumed run), otherwise sampled from the policy, verified, and written to the round's folder."""
+    (a resumed run), otherwise drawn, sampled, verified (rl_groups.collect_step) and written to
+    the round's folder."""
     files = run.paths.rl_round(r)
     meta = read_json(files.meta)
-    if meta and meta.get("verified") and meta.get("task_ids") == [t.id for t in drawn]:
-        cands = read_jsonl(files.samples)
-        run.say(f"round {r}: reusing its {len(cands)} verified candidates")
-        return cands, meta["info"]
+    if meta and meta.get("verified"):
+        # open the curriculum's step as the first run did: the same draw, the same redraw count
+        drawn = ctx.curriculum.sample_tasks(ctx.by_level, run.cfg.rl.tasks_per_round, rng=ctx.curriculum.rng(r))
+        if meta.get("drawn") == [t.id for t in drawn]:
+            ctx.curriculum.count_redrawn(int(meta["info"]["signal"].get("drawn", 0)) - len(drawn))
+            cands = read_jsonl(files.samples)
+            run.say(f"round {r}: reusing its {len(cands)} verified candidates")
+            return cands, {**meta["info"], "reused": True}
     shutil.rmtree(files.dir, ignore_errors=True)
-    sampler.refresh()
-    cands, info = _sample_and_verify(r, drawn, sampler, sampling, pool, run.cfg, extra, run.say)
+    ctx.sampler.refresh()
+    step = collect_step(ctx, r, run.cfg.rl.tasks_per_round)
+    cands = [{k: v for k, v in c.items() if k != "token_ids"} for c in step.candidates]
+    gen_s = step.timing["generate_s"] + step.timing["refine_generate_s"]
+    info = {"tasks": [t.id for t in step.tasks], "signal": step.signal, "refine": step.refine,
+            "timing": step.timing, "verify": step.verify, "rollout": rollout_info(step.rollout, gen_s)}
     write_jsonl(files.samples, cands)
-    write_json(files.meta, {"round": r, "verified": True, "task_ids": [t.id for t in drawn],
-                            "scoring_only": scoring, "info": info})
+    write_json(files.meta, {"round": r, "verified": True, "drawn": [t.id for t in step.drawn],
+                            "task_ids": info["tasks"], "scoring_only": scoring, "info": info})
+    v = step.verify
+    run.say(f"round {r}: {step.rollout.sequences} samples, {step.rollout.generated_tokens} tokens in {gen_s:.1f}s "
+            f"({info['rollout']['tokens_per_s']} tok/s, {step.rollout.engine}); verified {v['unique']} distinct of "
+            f"{v['candidates']} candidates in {v['seconds']:.1f}s")
     return cands, info
 
 
-def _sample_and_verify(r: int, tasks: list[Task], sampler: Rollout, sampling: SamplingConfig, pool,
-                       cfg: RunConfig, extra: ExtraCandidates | None, say) -> tuple[list[dict], dict]:
-    prompts = task_prompts(sampler.tokenizer, tasks)
-    t0 = time.perf_counter()
-    result = sampler.generate(prompts, dataclasses.replace(sampling, seed=cfg.seed * 1000 + r), progress=True)
-    rollout_s = time.perf_counter() - t0
-    cands: list[dict[str, Any]] = []
-    for task, group in zip(tasks, result.completions):
-        for c in group:
-            cands.append({"task_id": task.id, "level": task.level, "sample_index": c.sample_index,
-                          "injected": False, "text": c.text, "num_tokens": c.num_tokens,
-                          "finish_reason": c.finish_reason, "seconds": c.seconds})
-        for j, text in enumerate(extra(task, r) if extra else []):
-            cands.append({"task_id": task.id, "level": task.level, "sample_index": sampling.n_samples + j,
-                          "injected": True, "text": text, "num_tokens": 0, "finish_reason": "injected",
-                          "seconds": 0.0})
-    by_id = {t.id: t for t in tasks}
-    t1 = time.perf_counter()
-    verdicts = pool.map([by_id[c["task_id"]] for c in cands], [c["text"] for c in cands],
-                        desc=f"verify round {r}")
-    verify_s = time.perf_counter() - t1
-    for c, v in zip(cands, verdicts):
-        c["verdict"] = v.to_dict()
-    st = result.stats
-    info = {"rollout": rollout_info(st, rollout_s), "verify": verify_info(len(cands), verify_s)}
-    say(f"round {r}: {st.sequences} samples, {st.generated_tokens} tokens in {rollout_s:.1f}s "
-        f"({info['rollout']['tokens_per_s']} tok/s, {st.engine}); verified {len(cands)} in {verify_s:.1f}s")
-    return cands, info
+def _timing_words(t: dict[str, Any]) -> str:
+    return (f"generate {t['generate_s']:.1f}s, verify {t['verify_s']:.1f}s (waited {t['verify_wait_s']:.1f}s), "
+            f"train {t['train_s']:.1f}s")
 
 
-def _keep_and_train(run: RLRun, r: int, drawn: list[Task], cands: list[dict[str, Any]], model, tokenizer,
+def _keep_and_train(run: RLRun, r: int, cands: list[dict[str, Any]], model, tokenizer,
                     sampler: Rollout) -> dict[str, Any]:
     """Keep each task's top_k correct candidates (kept.jsonl) and fine-tune the policy on them;
     -> the record's kept / train entries."""
     import torch
 
     kept: list[dict[str, Any]] = []
-    for tid in dict.fromkeys(t.id for t in drawn):  # a task drawn twice is one pool of candidates
-        kept += select_top_k([c for c in cands if c["task_id"] == tid], run.cfg.rl.top_k)
+    for tid in dict.fromkeys(c["task_id"] for c in cands):  # a task drawn twice is one pool of candidates
+        kept += select_top_k([c for c in cands if c["task_id"] == tid], run.cfg.rl.top_k, run.cfg.rl.refine_discount)
     files = run.paths.rl_round(r)
-    write_jsonl(files.kept, ({k: c[k] for k in ("task_id", "sample_index", "injected", "text")}
+    write_jsonl(files.kept, ({k: c.get(k) for k in ("task_id", "sample_index", "turn", "injected", "text", "history")}
                              | {"reward": c["verdict"]["reward"], "speedup": c["verdict"].get("speedup")}
                              for c in kept))
     out: dict[str, Any] = {"kept": len(kept), "kept_injected": sum(c["injected"] for c in kept),

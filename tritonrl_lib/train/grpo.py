@@ -7,14 +7,21 @@ Read top to bottom, `train_grpo`:
 2. builds a GRPOTrainer whose optimizer step is one *group batch*: `tasks_per_round` prompts x
    `n_samples` completions (num_generations = n_samples; per-device batch = one group;
    gradient accumulation over the groups, so they are generated together in one rollout);
-3. generates through `rollout_func` with our rollout engine (rollout/: the same fast sampler and
-   stop-at-the-closing-fence rule as best-of-N). The curriculum chooses the tasks *at generation
-   time*: the trainer's dataset only holds `tasks_per_round` numbered slots, and each step's slots
-   are filled with the tasks the curriculum draws for that step (prompts built by prompts.py
-   through the chat template) - so the mix follows the latest rewards with no lag;
-4. scores each completion in the verifier pool (`verifier_reward`: candidate code never runs in
-   this process), updates the curriculum, records the best policy, and logs one line per step
-   to logs/rl_log.jsonl (with TRL's loss, KL and reward statistics merged in);
+3. generates and scores through `rollout_func` (rl_groups.collect_step, shared with best-of-N):
+   the curriculum chooses the tasks *at generation time* (the trainer's dataset only holds
+   `tasks_per_round` numbered slots, filled each step with the tasks the curriculum draws, at
+   the policy's frontier); our rollout engine writes the completions in `overlap_chunks` chunks,
+   each verified in the verifier pool while the next generates (identical code once; candidate
+   code never runs in this process); with `refine_turns` a failed completion's reward is the
+   best discounted reward of its refinements; groups whose rewards are all equal (no advantage,
+   no gradient) are replaced by groups of newly drawn tasks (`redraw_rounds`) before TRL sees
+   them. TRL's loop leaves no room to verify step N while step N+1 generates: the next step's
+   completions must come from the policy this step's update makes (on-policy), so the overlap is
+   within a step, between its chunks;
+4. the reward function hands TRL the rewards computed in the rollout (`verifier_reward`); the
+   rollout updates the curriculum and records the best policy, and one line per step goes to
+   logs/rl_log.jsonl (with TRL's loss, KL and reward statistics, and the generate / verify /
+   train seconds, merged in);
 5. saves resumable Trainer checkpoints in checkpoints/rl/checkpoint-N and the final adapter in
    checkpoints/rl itself. A killed run resumes from the newest complete checkpoint; the
    curriculum and the log are cut back to that step and continue.
@@ -38,9 +45,12 @@ from ..curriculum import Curriculum, CurriculumSettings
 from ..prompts import format_prompt
 from ..rollout import Rollout, SamplingConfig
 from ..tasks.task import Task
+from ..verify.verdict import Verdict
 from .rl_best import maybe_record_best
-from .rl_log import append_rl_log, rollout_info, trim_rl_log, verdict_stats, verify_info
+from .rl_groups import StepContext, collect_step, curriculum_results
+from .rl_log import append_rl_log, rollout_info, step_timing, trim_rl_log, verdict_stats
 from .rl_run import RLResult, open_run, verifier_pool
+from .verify_batch import VerifyAhead, training_verify_config, verify_unique
 from .trainer_checkpoints import checkpoint_step, latest_complete_checkpoint, trainer_checkpoints
 
 METHOD = "grpo"
@@ -70,58 +80,78 @@ class GRPOPieces:
                  curriculum: Curriculum, pool, engine: str, base_spec: str, say: Callable[[str], None],
                  extra_candidates: Callable[[Task, int], Sequence[str]] | None = None):
         self.cfg, self.paths, self.model, self.tokenizer = cfg, paths, model, tokenizer
-        self.extra_candidates = extra_candidates
         self.by_level, self.curriculum, self.pool, self.say = by_level, curriculum, pool, say
         self.tasks_by_id = {t.id: t for ts in by_level.values() for t in ts}
         self.base_spec = base_spec
         self.sampler = Rollout(model, tokenizer, engine=engine)
-        self.sampling = SamplingConfig.from_config(cfg, engine=engine)
+        self.verify_config = training_verify_config(cfg)
+        self.ahead = VerifyAhead(pool, self.verify_config)
+        self.ctx = StepContext(cfg, METHOD, self.sampler, SamplingConfig.from_config(cfg, engine=engine), self.ahead,
+                               curriculum, by_level, extra_candidates, "replace", say)
+        self._prompt_ids: dict[str, list[int]] = {}
         self.pending: dict[str, Any] | None = None  # this step's record, completed by on_log
         self.history: list[dict[str, Any]] = []
         self.__name__ = "verifier_reward"
 
-    # -- generation -------------------------------------------------------------------
+    def close(self, drop_queued: bool = False) -> None:
+        self.ahead.close(drop_queued=drop_queued)
+        self.sampler.release()
+
+    def _prompt(self, task: Task) -> list[int]:
+        if task.id not in self._prompt_ids:
+            self._prompt_ids[task.id] = self.tokenizer(format_prompt(self.tokenizer, task),
+                                                       add_special_tokens=False)["input_ids"]
+        return self._prompt_ids[task.id]
+
+    # -- generation and scoring -------------------------------------------------------
 
     def rollout(self, prompts: list, trainer) -> dict[str, Any]:
+        t_step = time.perf_counter()
         step = int(trainer.state.global_step)
         slots = [_slot_of(p) for p in prompts]
         uniq = list(dict.fromkeys(slots))
-        tasks = self.curriculum.sample_tasks(self.by_level, len(uniq), rng=self.curriculum.rng(step))
-        task_of = dict(zip(uniq, tasks))
         counts = {s: slots.count(s) for s in uniq}
-        texts = [format_prompt(self.tokenizer, task_of[s]) for s in uniq]
+        if set(counts.values()) != {self.cfg.rl.n_samples}:
+            raise ValueError(f"GRPO rollout: each slot should come {self.cfg.rl.n_samples} times (num_generations), "
+                             f"got {sorted(set(counts.values()))}")
+        p_used = self.curriculum.p_level2
         self.sampler.refresh()  # the optimizer changed the weights since the last step
-        sampling = dataclasses.replace(self.sampling, n_samples=max(counts.values()),
-                                       seed=self.cfg.seed * 1000 + step)
-        t0 = time.perf_counter()
-        res = self.sampler.generate(texts, sampling)
-        rollout_s = time.perf_counter() - t0
-        prompt_ids = {s: self.tokenizer(t, add_special_tokens=False)["input_ids"] for s, t in zip(uniq, texts)}
-        # The extra_candidates hook (tests) puts known completions in place of a group's first samples;
-        # they are scored like the rest but marked `injected` and left out of the policy's statistics.
-        injected = {s: [self.tokenizer(text, add_special_tokens=False)["input_ids"]
-                        for text in self.extra_candidates(task_of[s], step)][:counts[s]]
-                    for s in uniq} if self.extra_candidates else {s: [] for s in uniq}
-        used = {s: 0 for s in uniq}
+        got = collect_step(self.ctx, step, len(uniq))
+        # the step's statistics: the policy's own first attempts, every group drawn (replaced ones too)
+        own = [c for c in got.candidates if not c["injected"] and c.get("turn", 0) == 0]
+        stats = verdict_stats([c["level"] for c in own], [Verdict.from_dict(c["verdict"]) for c in own])
+        results, per_task = curriculum_results(got.candidates)
+        cur = self.curriculum.update(results, task_results=per_task, method=METHOD, step=step)
+        maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
+                          where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"}, stats=stats)
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "task_id": [], "finish_reason": [],
-                                "injected": []}
+                                "injected": [], "reward": []}
+        used = {s: 0 for s in uniq}
         for s in slots:
-            k = used[s]
+            group = got.groups[uniq.index(s)]
+            c = group[used[s]]
             used[s] += 1
-            if k < len(injected[s]):
-                ids, reason, inj = injected[s][k], "injected", True
-            else:
-                c = res.completions[uniq.index(s)][k]
-                ids, reason, inj = c.token_ids, c.finish_reason, False
-            out["prompt_ids"].append(prompt_ids[s])
+            out["prompt_ids"].append(self._prompt(self.tasks_by_id[c["task_id"]]))
             # an empty completion would give TRL nothing to score; keep at least one token
-            out["completion_ids"].append(ids or [self.tokenizer.eos_token_id])
-            out["task_id"].append(task_of[s].id)
-            out["finish_reason"].append(reason)
-            out["injected"].append(inj)
-        self.pending = {"method": METHOD, "step": step, "tasks": [task_of[s].id for s in uniq],
-                        "curriculum_p": self.curriculum.p_level2, "rollout": rollout_info(res.stats, rollout_s)}
-        self.pending["rollout_tokens_per_s"] = self.pending["rollout"]["tokens_per_s"]
+            out["completion_ids"].append(c["token_ids"] or [self.tokenizer.eos_token_id])
+            out["task_id"].append(c["task_id"])
+            out["finish_reason"].append(c["finish_reason"])
+            out["injected"].append(c["injected"])
+            out["reward"].append(float(c["reward"]))
+        gen_s = got.timing["generate_s"] + got.timing["refine_generate_s"]
+        rec: dict[str, Any] = {"method": METHOD, "step": step, "tasks": [t.id for t in got.tasks], **stats,
+                               "injected": sum(c["injected"] for c in got.candidates),
+                               "rewards": out["reward"], "signal": got.signal, "refine": got.refine or None,
+                               "rollout": rollout_info(got.rollout, gen_s), "verify": got.verify,
+                               "verifications_per_min": got.verify["per_minute"], "curriculum_p": p_used,
+                               "curriculum_running_l1": cur.running_l1_rate,
+                               "curriculum_triggered_at": cur.triggered_at}
+        rec["rollout_tokens_per_s"] = rec["rollout"]["tokens_per_s"]
+        rec["_collect_timing"], rec["_t_step"], rec["_t_collected"] = got.timing, t_step, time.perf_counter()
+        self.pending = rec
+        mean = stats["mean_reward"] if stats["mean_reward"] is not None else float("nan")
+        self.say(f"grpo step {step}: correct {stats['correct']}/{stats['samples']}, mean reward {mean:.3f}, "
+                 f"groups with signal {got.signal['with_signal']}/{got.signal['groups']}, P(L2)={p_used:.2f}")
         # TRL reads sampling log-probs only for vLLM importance sampling; we generate on-policy.
         out["logprobs"] = None  # type: ignore[assignment]
         return out
@@ -129,37 +159,17 @@ class GRPOPieces:
     # -- reward -------------------------------------------------------------------------
 
     def __call__(self, prompts, completions, completion_ids=None, task_id=None, trainer_state=None,
-                 injected=None, **kwargs) -> list[float]:
-        """The reward function: each completion's verdict reward from the verifier pool."""
+                 injected=None, reward=None, **kwargs) -> list[float]:
+        """The reward function: each completion's reward, computed with its verdict in the rollout
+        (verified here only when a caller gives completions without one)."""
+        if reward is not None:
+            return [float(r) for r in reward]
         if task_id is None:
             raise ValueError("verifier_reward needs the task_id of each completion (from the rollout)")
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
-        tasks = [self.tasks_by_id[t] for t in task_id]
-        t0 = time.perf_counter()
-        verdicts = self.pool.map(tasks, texts, desc="verify")
-        verify_s = time.perf_counter() - t0
-        rewards = [float(v.reward) for v in verdicts]
-        step = int(trainer_state.global_step) if trainer_state is not None else self.curriculum.step
-        own = [i for i in range(len(tasks)) if not (injected and injected[i])]
-        stats = verdict_stats([tasks[i].level for i in own], [verdicts[i] for i in own])
-        cur = self.curriculum.update([(tasks[i].level, bool(verdicts[i].correct)) for i in own],
-                                     method=METHOD, step=step)
-        rec = self.pending if self.pending is not None and self.pending.get("step") == step else \
-            {"method": METHOD, "step": step}
-        rec.update(stats)
-        rec["injected"] = len(tasks) - len(own)
-        rec["rewards"] = rewards
-        rec["verify"] = verify_info(len(texts), verify_s)
-        rec["verifications_per_min"] = rec["verify"]["per_minute"]
-        rec["curriculum_running_l1"] = cur.running_l1_rate
-        rec["curriculum_triggered_at"] = cur.triggered_at
-        self.pending = rec
-        maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
-                          where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"}, stats=stats)
-        mean = stats["mean_reward"] if stats["mean_reward"] is not None else float("nan")
-        self.say(f"grpo step {step}: correct {stats['correct']}/{stats['samples']}, "
-                 f"mean reward {mean:.3f}, P(L2)={rec.get('curriculum_p', float('nan')):.2f}")
-        return rewards
+        verdicts, _ = verify_unique(self.pool, [self.tasks_by_id[t] for t in task_id], texts,
+                                    config=self.verify_config, desc="verify")
+        return [float(v.reward) for v in verdicts]
 
     # -- logging ------------------------------------------------------------------------
 
@@ -173,6 +183,9 @@ class GRPOPieces:
                 if pieces.pending is None or not logs or "loss" not in logs:
                     return
                 rec = pieces.pending
+                now = time.perf_counter()
+                rec["timing"] = step_timing(rec.pop("_collect_timing"), now - rec.pop("_t_collected"),
+                                            now - rec.pop("_t_step"))
                 rec["trl"] = {k: v for k, v in logs.items() if isinstance(v, (int, float))}
                 append_rl_log(pieces.paths, rec)
                 pieces.history.append(rec)
@@ -259,8 +272,12 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
                 "stage": "rl", "method": METHOD, "steps": steps, "final": True,
                 "fingerprint_start": run.fingerprint["start"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
             del trainer
+        except BaseException:
+            pieces.close(drop_queued=True)  # an interrupt: no verifying of batches nobody will read
+            raise
+        else:
+            pieces.close()
         finally:
-            pieces.sampler.release()
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     result = run.result("resumed" if resume else "trained", steps, pieces.history)

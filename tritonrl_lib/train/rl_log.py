@@ -46,6 +46,27 @@ def verify_info(candidates: int, seconds: float) -> dict[str, Any]:
             "per_minute": round(60 * candidates / seconds, 1) if seconds > 0 else None}
 
 
+def step_timing(collect: dict[str, Any], train_s: float, step_s: float, reused: bool = False) -> dict[str, Any]:
+    """A record's `timing` entry: where a round's or step's wall time went (seconds).
+
+    generate_s      the policy writing first attempts (and redrawn groups)
+    refine_generate_s  the policy writing refinements
+    verify_s        the verifier pool busy with this step's candidates (partly hidden behind generation)
+    verify_wait_s   generation finished, waiting for verdicts: verification not hidden
+    train_s         the update (best-of-N: the fine-tune and saving the adapter; GRPO: TRL's loss,
+                    backward and optimizer step)
+    step_s          the whole round or step
+    reused          the candidates and verdicts were read back from disk (a resumed round)
+    """
+    keys = ("generate_s", "refine_generate_s", "verify_s", "verify_wait_s", "collect_s")
+    out = {k: round(float(collect.get(k, 0.0)), 3) for k in keys}
+    out["train_s"] = round(train_s, 3)
+    out["step_s"] = round(step_s, 3)
+    if reused:
+        out["reused"] = True
+    return out
+
+
 def append_rl_log(paths: RunPaths, record: dict[str, Any]) -> None:
     append_jsonl(paths.rl_log, record)
 
@@ -78,13 +99,19 @@ def rl_table(paths: RunPaths) -> str:
         return "-" if x is None else fmt.format(x)
 
     head = f"{key:>5} {'tasks':>5} {'samples':>7} {'correct':>7} {'L1':>5} {'L2':>5} {'reward':>6} " \
-           f"{'kept':>4} {'verif/min':>9} {'tok/s':>8} {'P(L2)':>5}"
+           f"{'kept':>4} {'signal':>6} {'gen s':>6} {'ver s':>6} {'wait s':>6} {'train s':>7} " \
+           f"{'verif/min':>9} {'tok/s':>8} {'P(L2)':>5}"
     rows = [head]
     for r in log:
         lv = r.get("by_level") or {}
+        sig = r.get("signal") or {}
+        t = r.get("timing") or {}
+        signal = f"{sig['with_signal']}/{sig['groups']}" if sig else "-"
         rows.append(f"{r.get(key):>5} {len(r.get('tasks', [])):>5} {r.get('samples', 0):>7} "
                     f"{pct(r.get('correct_rate')):>7} {pct(lv.get('1', {}).get('correct_rate')):>5} "
                     f"{pct(lv.get('2', {}).get('correct_rate')):>5} {num(r.get('mean_reward')):>6} "
-                    f"{str(r.get('kept', '-')):>4} {num(r.get('verifications_per_min'), '{:.0f}'):>9} "
+                    f"{str(r.get('kept', '-')):>4} {signal:>6} {num(t.get('generate_s'), '{:.1f}'):>6} "
+                    f"{num(t.get('verify_s'), '{:.1f}'):>6} {num(t.get('verify_wait_s'), '{:.1f}'):>6} "
+                    f"{num(t.get('train_s'), '{:.1f}'):>7} {num(r.get('verifications_per_min'), '{:.0f}'):>9} "
                     f"{num(r.get('rollout_tokens_per_s'), '{:.0f}'):>8} {num(r.get('curriculum_p'), '{:.2f}'):>5}")
     return "\n".join(rows)

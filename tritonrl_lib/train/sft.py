@@ -43,12 +43,13 @@ from transformers import TrainerCallback
 from .. import models
 from ..config import ConfigError, RunConfig, RunPaths, load_config
 from . import packed_attention
-from .sft_log import JsonlLogCallback, last_session, read_sft_log, trim_sft_log
+from .sft_log import (JsonlLogCallback, TimeBudget, last_eval_loss, last_session, read_sft_log, spent_before,
+                      trim_sft_log)
 from .trainer_checkpoints import (checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint,
                                   trainer_checkpoints)
 
 # Settings that change neither the trained weights nor the order of the data.
-_NOT_IN_FINGERPRINT = ("save_steps", "save_total_limit", "logging_steps")
+_NOT_IN_FINGERPRINT = ("save_steps", "save_total_limit", "logging_steps", "eval_steps")
 
 
 class SFTDataError(FileNotFoundError):
@@ -112,6 +113,14 @@ class SFTResult:
 def load_sft_dataset(paths: RunPaths, max_samples: int, seed: int):
     """The run's SFT examples as a datasets.Dataset with TRL's `prompt`/`completion` columns: a seeded
     sample of at most `max_samples` rows (the data stage may order its file by family)."""
+    return load_sft_datasets(paths, max_samples, seed, 0.0)[0]
+
+
+def load_sft_datasets(paths: RunPaths, max_samples: int, seed: int, eval_fraction: float = 0.0):
+    """(training Dataset, held-out Dataset or None): with `eval_fraction` > 0 a seeded slice of the
+    examples (at least one) is set aside first, so its loss measures examples never trained on;
+    the training rows are then a seeded sample of at most `max_samples` of the rest."""
+    import math
     import random
 
     from datasets import Dataset
@@ -134,9 +143,17 @@ def load_sft_dataset(paths: RunPaths, max_samples: int, seed: int):
         rows.append({"prompt": rec["prompt"], "completion": rec["completion"]})
     if not rows:
         raise SFTDataError(f"{path} holds no examples: re-run 01_data")
+    held: list[dict[str, Any]] = []
+    if eval_fraction > 0 and len(rows) >= 2:
+        order = list(range(len(rows)))
+        random.Random(f"{seed}:sft-eval").shuffle(order)
+        n_eval = min(len(rows) - 1, max(1, math.ceil(eval_fraction * len(rows))))
+        chosen = set(order[:n_eval])
+        held = [rows[i] for i in sorted(chosen)]
+        rows = [r for i, r in enumerate(rows) if i not in chosen]
     if max_samples and len(rows) > max_samples:
         rows = random.Random(seed).sample(rows, max_samples)
-    return Dataset.from_list(rows)
+    return Dataset.from_list(rows), (Dataset.from_list(held) if held else None)
 
 
 def _record_problem(rec: Any) -> str | None:
@@ -258,7 +275,7 @@ def trainer_run_args(cfg: RunConfig, device: str) -> dict[str, Any]:
 
 
 def _sft_config_kwargs(cfg: RunConfig, output_dir: Path, packing: bool, group_by_length: bool,
-                       max_steps: int | None, device: str) -> dict[str, Any]:
+                       max_steps: int | None, device: str, evaluate: bool = False) -> dict[str, Any]:
     from trl import SFTConfig
 
     s = cfg.sft
@@ -280,6 +297,10 @@ def _sft_config_kwargs(cfg: RunConfig, output_dir: Path, packing: bool, group_by
         completion_only_loss=True,
         ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient every step
     )
+    if evaluate:
+        # eval_steps below 1 is a fraction of the run's steps: 0.1 evaluates ten times
+        kw.update(eval_strategy="steps", eval_steps=s.eval_steps or 0.1,
+                  per_device_eval_batch_size=s.per_device_batch_size)
     # transformers 5 spells the warmup ratio as a fractional warmup_steps; older releases had warmup_ratio
     kw["warmup_ratio" if "warmup_ratio" in fields else "warmup_steps"] = float(s.warmup_ratio)
     if group_by_length and not packing:
@@ -332,8 +353,9 @@ def _set_lora_input_cast(model, enabled: bool) -> int:
 
 def build_trainer(cfg: RunConfig, dataset, model, tokenizer, output_dir: Path,
                   speed: SpeedOptions | None = None, callbacks: list | None = None,
-                  max_steps: int | None = None):
-    """(SFTTrainer, plan): the trainer for `model` on `dataset`, and a few words on how it batches."""
+                  max_steps: int | None = None, eval_dataset=None):
+    """(SFTTrainer, plan): the trainer for `model` on `dataset` (and its loss on `eval_dataset`,
+    when given, evaluated along the way), and a few words on how it batches."""
     from trl import SFTConfig, SFTTrainer
 
     speed = speed or SpeedOptions()
@@ -362,7 +384,8 @@ def build_trainer(cfg: RunConfig, dataset, model, tokenizer, output_dir: Path,
     else:
         plan.append(f"padded batches{', grouped by length' if speed.group_by_length else ''}, "
                     f"{base.config._attn_implementation} attention")
-    args = SFTConfig(**_sft_config_kwargs(cfg, output_dir, packing, speed.group_by_length, max_steps, device))
+    args = SFTConfig(**_sft_config_kwargs(cfg, output_dir, packing, speed.group_by_length, max_steps, device,
+                                          evaluate=eval_dataset is not None))
     autocast = args.bf16 or args.fp16
     cast = (not autocast) if speed.lora_input_cast is None else speed.lora_input_cast
     extra_callbacks = []
@@ -381,8 +404,11 @@ def build_trainer(cfg: RunConfig, dataset, model, tokenizer, output_dir: Path,
         plan.append(f"fused Triton RMSNorm x{fused['rms_norm']}, SwiGLU x{fused['swiglu']}")
     if _setting(speed.compile, cfg, "torch_compile"):
         plan.append(f"{_compile_layers(model)} decoder layers compiled")
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         callbacks=[*(callbacks or []), *extra_callbacks])
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, eval_dataset=eval_dataset,
+                         processing_class=tokenizer, callbacks=[*(callbacks or []), *extra_callbacks])
+    if eval_dataset is not None:
+        plan.append(f"loss on {len(eval_dataset)} held-out examples every "
+                    f"{cfg.sft.eval_steps or '1/10 of the'} steps")
     return trainer, "; ".join(plan)
 
 
@@ -445,7 +471,7 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
 
     paths = (paths or cfg.paths).ensure()
     out = paths.sft_checkpoint
-    dataset = load_sft_dataset(paths, cfg.sft.max_samples, cfg.seed)
+    dataset, eval_dataset = load_sft_datasets(paths, cfg.sft.max_samples, cfg.seed, cfg.sft.eval_fraction)
     fp = fingerprint(cfg, paths.sft_train, procs.world_size, max_steps)
 
     # 1. finished already? (with any number of processes: a 2-GPU adapter serves a 1-GPU notebook)
@@ -490,13 +516,20 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
     set_seed(cfg.seed)
     model, tokenizer = models.load_policy(cfg)
     dataset, fit = fit_to_length(dataset, tokenizer, cfg.sft.max_seq_len)
+    if eval_dataset is not None:
+        eval_dataset, _ = fit_to_length(eval_dataset, tokenizer, cfg.sft.max_seq_len)
     if fit["dropped"] or fit["cut"]:
         say(f"SFT: of {fit['kept'] + fit['dropped']} examples, {fit['cut']} are longer than max_seq_len="
             f"{cfg.sft.max_seq_len} and are cut, {fit['dropped']} are dropped (the prompt alone fills it); "
             "raise max_seq_len to keep them whole")
     logger = JsonlLogCallback(paths.sft_log, session) if procs.is_main else None
+    budget = TimeBudget(cfg.sft.time_budget_s, spent_before(paths.sft_log, session)) \
+        if cfg.sft.time_budget_s > 0 else None
     trainer, plan = build_trainer(cfg, dataset, model, tokenizer, out, speed=speed,
-                                  callbacks=[logger] if logger else [], max_steps=max_steps)
+                                  callbacks=[c for c in (logger, budget) if c is not None], max_steps=max_steps,
+                                  eval_dataset=eval_dataset)
+    if budget is not None:
+        plan += f"; at most {cfg.sft.time_budget_s:.0f} s of training ({budget.spent_before:.0f} s spent before)"
     say(f"SFT: {plan}")
 
     # 4. train
@@ -519,7 +552,8 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
         models.save_checkpoint(peft_model, tokenizer, out, base_model=base_model_spec(cfg.model.model), extra={
             "stage": "sft", "fingerprint": fp, "global_step": out_result.global_step,
             "final_loss": final_loss, "train_loss": out_result.train_loss, "tokens_per_s": tokens_per_s,
-            "plan": plan, "world_size": procs.world_size,
+            "plan": plan, "world_size": procs.world_size, "planned_steps": trainer.state.max_steps,
+            "stopped_by_time_budget": bool(budget and budget.stopped), "eval_loss": last_eval_loss(paths.sft_log),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     procs.wait()
     out_result.wall_s = time.perf_counter() - t_start

@@ -5,6 +5,10 @@ padding, summed over all GPUs, since the previous record), `num_tokens` (this se
 total), `elapsed_s` (since this session's training began), `session` (1 for the first start, 2
 after the first resume, ...), plus TRL's `entropy` and `mean_token_accuracy` when present.
 
+With a held-out slice (`sft.eval_fraction`), its loss is logged as its own record beside the
+training records: `step`, `epoch`, `eval_loss`, `elapsed_s`, `session`, `kind: "eval"` (no
+`loss` key, so readers of the training loss skip it).
+
 Across resumes the file is appended to; a resume first drops the records past the checkpoint it
 resumes from (they are logged again), so every step appears once.
 """
@@ -71,8 +75,14 @@ class JsonlLogCallback(TrainerCallback):
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
+        if "eval_loss" in logs and state.is_world_process_zero:
+            self._append({"step": state.global_step, "epoch": round(float(state.epoch or 0.0), 4),
+                          "eval_loss": float(logs["eval_loss"]), "kind": "eval",
+                          "elapsed_s": round(time.perf_counter() - (self.t_begin or time.perf_counter()), 3),
+                          "session": self.session})
+            return
         if "loss" not in logs or not state.is_world_process_zero:
-            return  # the end-of-training summary and evaluation logs are not step records
+            return  # the end-of-training summary is not a step record
         now = time.perf_counter()
         tokens = float(logs.get("num_tokens", 0.0))
         dt = now - (self._last_time or now)
@@ -87,10 +97,47 @@ class JsonlLogCallback(TrainerCallback):
         rec["session"] = self.session
         self._last_time, self._last_tokens = now, tokens
         self.records.append(rec)
+        self._append(rec)
+
+    def _append(self, rec: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
             f.write(json.dumps(rec) + "\n")
             f.flush()
+
+
+def spent_before(path: str | Path, session: int) -> float:
+    """Training seconds the sessions before `session` spent (the last `elapsed_s` each logged)."""
+    spent: dict[int, float] = {}
+    for r in read_sft_log(path):
+        s = r.get("session", 1)
+        if s < session:
+            spent[s] = max(spent.get(s, 0.0), float(r.get("elapsed_s") or 0.0))
+    return sum(spent.values())
+
+
+def last_eval_loss(path: str | Path) -> float | None:
+    evals = [r["eval_loss"] for r in read_sft_log(path) if r.get("eval_loss") is not None]
+    return evals[-1] if evals else None
+
+
+class TimeBudget(TrainerCallback):
+    """Stops training (the Trainer then saves as at a normal end) once `budget_s` seconds of
+    training are spent, counting what earlier sessions of the same run spent; `stopped` says it did."""
+
+    def __init__(self, budget_s: float, spent_before: float = 0.0):
+        self.budget_s, self.spent_before = float(budget_s), float(spent_before)
+        self.t_begin: float | None = None
+        self.stopped = False
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.t_begin = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.t_begin is not None and self.spent_before + time.perf_counter() - self.t_begin >= self.budget_s:
+            self.stopped = True
+            control.should_training_stop = True
+            control.should_save = True
 
 
 def plot_sft_log(path: str | Path, out: str | Path | None = None, title: str = "SFT"):
@@ -103,7 +150,13 @@ def plot_sft_log(path: str | Path, out: str | Path | None = None, title: str = "
         raise ValueError(f"no loss records in {path}: has 02_sft trained yet?")
     steps = [r["step"] for r in rows]
     fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(10, 3.5))
-    ax_loss.plot(steps, [r["loss"] for r in rows], marker="o" if len(rows) < 30 else None, lw=1.5)
+    ax_loss.plot(steps, [r["loss"] for r in rows], marker="o" if len(rows) < 30 else None, lw=1.5,
+                 label="training")
+    evals = [r for r in read_sft_log(path) if r.get("eval_loss") is not None]
+    if evals:  # the held-out slice: rising while training falls is over-fitting
+        ax_loss.plot([r["step"] for r in evals], [r["eval_loss"] for r in evals], marker="s", lw=1.5,
+                     color="tab:red", label="held-out slice")
+        ax_loss.legend(fontsize=8)
     ax_loss.set_xlabel("step")
     ax_loss.set_ylabel("training loss (completion tokens)")
     ax_loss.set_title(f"{title}: loss")

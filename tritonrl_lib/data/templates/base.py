@@ -40,6 +40,7 @@ class Style:
     upcast: bool  # compute in fp32 explicitly even for fp32 inputs
     variant: int  # picks among a template's alternative formulations and attribute names
     names: int  # picks among input / size-constant naming schemes
+    loop: bool = False  # 1D kernels: a capped grid whose programs loop over several blocks each
 
     def kernel(self, op: str) -> str:
         return self.kernel_fmt.format(op)
@@ -57,7 +58,8 @@ class Style:
     def summary(self) -> str:
         return (f"kernel={self.kernel_fmt} ptr={self.ptr_fmt} block={self.block}={self.block_size} "
                 f"launcher={self.launcher}/{self.grid} comments={int(self.comments)} "
-                f"docs={int(self.ref_docstrings)}{int(self.sol_docstrings)} v={self.variant} n={self.names}")
+                f"docs={int(self.ref_docstrings)}{int(self.sol_docstrings)} v={self.variant} n={self.names}"
+                + (" loop=1" if self.loop else ""))
 
 
 KERNEL_FMTS = ("{}_kernel", "_{}_kernel", "{}_fwd_kernel", "triton_{}", "{}_kernel", "k_{}")
@@ -77,7 +79,7 @@ def draw_style(rng: random.Random) -> Style:
         offs=rng.choice(OFFS), mask=rng.choice(MASKS), launcher=rng.choice(("function", "function", "inline")),
         grid=rng.choice(("lambda", "tuple")), comments=rng.random() < 0.5, ref_docstrings=rng.random() < 0.6,
         sol_docstrings=rng.random() < 0.3, hints=rng.random() < 0.6, classic_super=rng.random() < 0.5,
-        upcast=rng.random() < 0.5, variant=rng.randrange(12), names=rng.randrange(12),
+        upcast=rng.random() < 0.5, variant=rng.randrange(12), names=rng.randrange(12), loop=rng.random() < 0.3,
     )
 
 
@@ -196,11 +198,25 @@ def comment(style: Style, text: str, indent: str = "    ") -> str:
     return f"{indent}# {text}\n" if style.comments else ""
 
 
-def grid_1d(style: Style, total: str, block_value: str | int | None = None) -> str:
-    """The grid expression of a 1D launch over `total` elements."""
+LOOP_PROGRAMS = 64  # the grid cap of loop-style kernels: each program then walks several blocks
+
+
+def grid_1d(style: Style, total: str, block_value: str | int | None = None, loop: bool = False) -> str:
+    """The grid expression of a 1D launch over `total` elements (`loop`: at most LOOP_PROGRAMS
+    programs, for a kernel whose programs loop over blocks)."""
     if style.grid == "lambda":
-        return f'lambda meta: (triton.cdiv({total}, meta["{style.block}"]),)'
-    return f"(triton.cdiv({total}, {block_value if block_value is not None else style.block_size}),)"
+        blocks = f'triton.cdiv({total}, meta["{style.block}"])'
+        return f"lambda meta: (min({blocks}, {LOOP_PROGRAMS}),)" if loop else f"lambda meta: ({blocks},)"
+    blocks = f"triton.cdiv({total}, {block_value if block_value is not None else style.block_size})"
+    return f"(min({blocks}, {LOOP_PROGRAMS}),)" if loop else f"({blocks},)"
+
+
+def widen(value: float, rng: random.Random, share: float = 0.5) -> float:
+    """A constant near a template's listed one, for `share` of the examples: constants vary more
+    than a fixed list of choices (scaled by 0.5 .. 2, sign and order of bounds kept)."""
+    if rng.random() >= share or value == 0:
+        return value
+    return round(value * rng.choice((0.5, 0.6, 0.75, 0.8, 1.25, 1.5, 2.0)), 4)
 
 
 def fp32(style: Style, dtype: str, expr: str, force: bool = False) -> str:

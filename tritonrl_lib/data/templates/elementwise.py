@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .base import (Example, avoid_clashes, needs_fp32, RefSpec, SolSpec, Style, TemplateInfo, comment, fp32, grid_1d, rand, randn,
-                   render_reference, render_solution)
+                   render_reference, render_solution, widen)
 
 # Names of the inputs, by arity; the n-th scheme of each arity is used together.
 INPUT_NAMES = {
@@ -26,6 +26,8 @@ SIZE_NAMES_2D = [("batch_size", "dim"), ("N", "D"), ("rows", "cols"), ("batch_si
                  ("batch", "hidden"), ("M", "N")]
 SIZE_NAMES_3D = [("batch_size", "seq_len", "dim"), ("B", "T", "C"), ("batch_size", "channels", "length"),
                  ("batch", "heads", "features")]
+SIZE_NAMES_4D = [("batch_size", "channels", "height", "width"), ("N", "C", "H", "W"),
+                 ("batch", "heads", "seq_len", "head_dim")]
 OUT_NAMES = ("out", "y_out", "result", "output", "out")
 
 
@@ -218,20 +220,21 @@ def _launcher_name(family: str, style: Style) -> str:
 
 def render_family(fam: EwFamily, rng: random.Random, dtype: str, style: Style) -> Example:
     style = avoid_clashes(style, [*INPUT_NAMES[fam.arity][style.names % len(INPUT_NAMES[fam.arity])],
-                                  *style.pick_name(SIZE_NAMES_2D), *style.pick_name(SIZE_NAMES_3D)])
+                                  *style.pick_name(SIZE_NAMES_2D), *style.pick_name(SIZE_NAMES_3D),
+                                  *style.pick_name(SIZE_NAMES_4D)])
     n = Names(inputs=INPUT_NAMES[fam.arity][style.names % len(INPUT_NAMES[fam.arity])], sizes=(),
               out=style.pick(OUT_NAMES, salt=1), style=style)
-    rank = rng.choice((2, 2, 3))
-    sizes = style.pick_name(SIZE_NAMES_2D if rank == 2 else SIZE_NAMES_3D)
+    rank = rng.choice((2, 2, 3, 4))
+    sizes = style.pick_name({2: SIZE_NAMES_2D, 3: SIZE_NAMES_3D, 4: SIZE_NAMES_4D}[rank])
     n.sizes = sizes
-    dims = [rng.choice((2, 4, 8, 16) if rank == 2 else (2, 4))] + ([rng.choice((3, 4))] if rank == 3 else [])
-    dims.append(rng.choice((17, 32, 64, 100, 128, 200, 256)))
+    dims = [rng.choice((2, 4, 8, 16) if rank == 2 else (2, 4))] + [rng.choice((3, 4, 5)) for _ in range(rank - 2)]
+    dims.append(rng.choice((17, 32, 64, 100, 128, 200, 256) if rank < 4 else (7, 16, 33, 64)))
     constants: list[tuple[str, object]] = list(zip(sizes, dims))
     shape = list(sizes)
     last = sizes[-1]
     broadcast = fam.broadcast_ok and rng.random() < 0.3
 
-    scalars = [(name, rng.choice(choices)) for name, choices in fam.scalars]
+    scalars = [(name, widen(rng.choice(choices), rng)) for name, choices in fam.scalars]
     init_params = [(name, "float") for name, _ in scalars]
     init_lines = [f"self.{name} = {name}" for name, _ in scalars]
     init_inputs = [name for name, _ in scalars]
@@ -261,9 +264,14 @@ def render_family(fam: EwFamily, rng: random.Random, dtype: str, style: Style) -
     out_ptr = style.ptr(n.out)
     args = ptrs + vec_ptrs + [out_ptr, style.numel] + ([last] if needs_col else []) + [s for s, _ in scalars]
     o, m, b = style.offs, style.mask, style.block
-    body = [f"{style.pid} = tl.program_id(axis=0)",
-            f"{o} = {style.pid} * {b} + tl.arange(0, {b})",
-            f"{m} = {o} < {style.numel}"]
+    if style.loop:  # a capped grid: each program walks the blocks pid, pid + programs, ...
+        head = [f"{style.pid} = tl.program_id(axis=0)", "num_programs = tl.num_programs(axis=0)"]
+        body = [f"{o} = start + tl.arange(0, {b})", f"{m} = {o} < {style.numel}"]
+    else:
+        head = []
+        body = [f"{style.pid} = tl.program_id(axis=0)",
+                f"{o} = {style.pid} * {b} + tl.arange(0, {b})",
+                f"{m} = {o} < {style.numel}"]
     if needs_col:
         body.append(f"col = {o} % {last}")
     compute = style.pick(fam.compute, salt=2)(n)
@@ -275,10 +283,16 @@ def render_family(fam: EwFamily, rng: random.Random, dtype: str, style: Style) -
         body.append(f"{attr} = {fp32(style, dtype, f'tl.load({p} + col, mask={m}, other=0.0)', force)}")
     body += compute
     body.append(f"tl.store({out_ptr} + {o}, {n.out}, mask={m})")
+    if style.loop:
+        lines = head + [f"for start in range({style.pid} * {b}, {style.numel}, num_programs * {b}):"] \
+            + [f"    {ln}" for ln in body]
+        what = "each program walks every num_programs-th block of elements"
+    else:
+        lines, what = body, "each program handles one contiguous block of elements"
     kernel = ("@triton.jit\n"
               f"def {kernel_name}({', '.join(args)}, {b}: tl.constexpr):\n"
-              + comment(style, "each program handles one contiguous block of elements")
-              + "\n".join(f"    {ln}" for ln in body) + "\n")
+              + comment(style, what)
+              + "\n".join(f"    {ln}" for ln in lines) + "\n")
 
     launch_args = list(n.inputs) + [f"self.{attr}" for attr, _ in fam.vectors]
     call_scalars = [f"self.{s}" for s, _ in scalars]
@@ -287,7 +301,7 @@ def render_family(fam: EwFamily, rng: random.Random, dtype: str, style: Style) -
     launch += [f"{n.out} = torch.empty_like({first})", f"{style.numel} = {n.out}.numel()"]
     if needs_col:
         launch.append(f"{last} = {first}.shape[-1]")
-    launch.append(f"grid = {grid_1d(style, style.numel)}")
+    launch.append(f"grid = {grid_1d(style, style.numel, loop=style.loop)}")
     kargs = launch_args + [n.out, style.numel] + ([last] if needs_col else [])
     launcher_fn = _launcher_name(fam.family, style)
     if style.launcher == "function":

@@ -1,0 +1,361 @@
+"""Issue 17's result in one resumable command: the `gpu` profile's data, SFT, best-of-N and GRPO from
+the same SFT adapter, and the evaluation of SFT and both RL adapters on both held-out sets.
+
+    python benchmarks/gpu_rl_session.py RESULTS [--export $OUT] [-p key=value ...]    # GPU, gpu profile
+    python benchmarks/gpu_rl_session.py /tmp/s --profile smoke                          # CPU: every path
+
+Run it again and again (each device call: `timeout -s INT 540 python benchmarks/gpu_rl_session.py
+RESULTS --export $OUT`): every stage resumes where the last call stopped, or is skipped when it is
+done with the same settings (the library's own resume rules: the data stage's split.json, SFT's
+trainer checkpoints and marker, RL's rounds and GRPO's trainer checkpoints, evaluation records
+with their fingerprints). An interrupt (SIGINT from `timeout -s INT`, Ctrl-C) stops the stage at
+once and still writes the summary and the export.
+
+Stages, in order (`--only a,b` runs some of them; the summary is always written):
+
+    data      01_data: tasks, the split (held-out set (a): one variant task of every train family;
+              (b): held-out families), the verified SFT corpus            -> RESULTS/runs/base
+    sft       02_sft on it (held-out slice's loss logged)                 -> RESULTS/runs/base
+    best_of_n 03_rl with best-of-N from the SFT adapter                   -> RESULTS/runs/rl_best_of_n
+    grpo      03_rl with GRPO from the same adapter, on the same training tasks, samples per task
+              and seed (its curriculum then follows its own rewards)     -> RESULTS/runs/rl_grpo
+    eval      04_eval: sft, rl_best_of_n, rl_grpo (and base with --with-base) on both held-out sets,
+              k samples per task, one verifier pool; RL minus SFT with its interval
+                                                                          -> RESULTS/eval/
+    summary   RESULTS/summary.md and summary.json: stage times (every call's, from
+              RESULTS/session_log.jsonl), SFT's losses, each RL step's time split, groups with
+              signal and correct rate with its trend, the evaluation with intervals
+
+`--export DIR` copies what is small (summary, eval records, logs, split, charts; never weights) to
+DIR, e.g. the device call's $OUT. The verdict and model caches go to RESULTS/cache unless
+$TRITONRL_CACHE says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+STAGES = ("data", "sft", "best_of_n", "grpo", "eval")
+EVAL_STAGES = ("sft", "rl_best_of_n", "rl_grpo")
+
+
+class Session:
+    def __init__(self, args):
+        from tritonrl_lib.config import load_config, parse_cli_overrides
+
+        self.args = args
+        self.root = Path(args.results).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.overrides = parse_cli_overrides(args.param)
+        self.base_cfg = load_config(args.profile, overrides={**self.overrides, "outputs_dir": str(self.root / "runs"),
+                                                             "run": "base"})
+        self.base = self.base_cfg.paths
+        self.log_path = self.root / "session_log.jsonl"
+        previous = [r for r in _read_jsonl(self.log_path) if "call" in r]
+        self.call = max((r["call"] for r in previous), default=0) + 1
+        self.t0 = time.perf_counter()
+
+    def say(self, msg: str) -> None:
+        print(f"[call {self.call} +{time.perf_counter() - self.t0:6.1f}s] {msg}", flush=True)
+
+    def record(self, stage: str, status: str, wall: float, **extra) -> None:
+        rec = {"call": self.call, "stage": stage, "status": status, "wall_s": round(wall, 1),
+               "at": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
+        with self.log_path.open("a") as f:
+            f.write(json.dumps(rec, default=str) + "\n")
+
+    def method_cfg(self, method: str):
+        from tritonrl_lib.config import load_config
+
+        return load_config(self.args.profile, overrides={**self.overrides, "outputs_dir": str(self.root / "runs"),
+                                                         "run": f"rl_{method}", "method": method})
+
+    # ---------------------------------------------------------------- stages
+
+    def data(self):
+        from tritonrl_lib.data.stage import build_data
+
+        res = build_data(self.base_cfg, self.base.ensure(), progress=False)
+        for m in res.messages:
+            self.say(m)
+        return {"examples": len(res.examples), "skipped": res.skipped_generation}
+
+    def sft(self):
+        from tritonrl_lib.train.sft import train_sft
+
+        res = train_sft(self.base_cfg, self.base, echo=self.say)
+        return {"status": res.status, "steps": res.global_step, "final_loss": res.final_loss}
+
+    def rl(self, method: str):
+        from tritonrl_lib import models
+        from tritonrl_lib.train.rl import train_rl
+        from tritonrl_lib.train.rl_run import adapter_identity
+
+        if not models.checkpoint_complete(self.base.sft_checkpoint):
+            raise RuntimeError("no SFT adapter yet: run the sft stage first")
+        cfg = self.method_cfg(method)
+        paths = cfg.paths.ensure()
+        shutil.copy2(self.base.split, paths.split)  # the same split: the same training tasks
+        if not models.checkpoint_complete(paths.sft_checkpoint) or \
+                adapter_identity(paths.sft_checkpoint) != adapter_identity(self.base.sft_checkpoint):
+            shutil.rmtree(paths.sft_checkpoint, ignore_errors=True)
+            shutil.copytree(self.base.sft_checkpoint, paths.sft_checkpoint,
+                            ignore=shutil.ignore_patterns("checkpoint-*"))
+        res = train_rl(cfg, paths, echo=self.say)
+        try:
+            from tritonrl_lib.train.rl_curves import plot_rl_curves
+
+            plot_rl_curves(paths)
+        except Exception as e:  # a chart is not worth failing the session over
+            self.say(f"rl curves chart not drawn: {e}")
+        return {"status": res.status, "rounds_or_steps": res.rounds_done}
+
+    def eval(self):
+        from tritonrl_lib import models
+        from tritonrl_lib.evaluate import attach_comparison, evaluate_model, load_eval_tasks
+
+        tasks = load_eval_tasks(self.base_cfg, self.base)
+        self.say(f"evaluating on {len(tasks)} tasks: " + ", ".join(
+            f"{name} {sum(t.meta.get('heldout_set') == name for t in tasks)}" for name in ("tasks", "families")))
+        stages = [("sft", self.base.sft_checkpoint)] + [
+            (f"rl_{m}", self.method_cfg(m).paths.rl_checkpoint) for m in ("best_of_n", "grpo")]
+        if self.args.with_base:
+            stages.insert(0, ("base", None))
+        out_dir = self.root / "eval"
+        pool = _LazyPool(self.base_cfg)
+        records = {}
+        try:
+            for stage, folder in stages:
+                if folder is not None and not models.checkpoint_complete(folder):
+                    self.say(f"eval {stage}: no finished adapter at {folder}; skipped")
+                    continue
+                spec = self.base_cfg.model.model if folder is None else str(folder)
+                ev = evaluate_model(self.base_cfg, spec, tasks, model_stage=stage, adapter=folder,
+                                    out=out_dir / f"eval_{stage}.json", pool=pool, task_source="heldout",
+                                    progress=False, log=self.say)
+                records[stage] = ev.record
+        finally:
+            pool.close()
+        attach_comparison({st: (rec, out_dir / f"eval_{st}.json") for st, rec in records.items()},
+                          out_dir / "comparison.json", self.base_cfg.eval.bootstrap_resamples)
+        return {"stages": list(records)}
+
+    # ---------------------------------------------------------------- running
+
+    def run(self, stage: str) -> bool:
+        t = time.perf_counter()
+        self.say(f"stage {stage}")
+        try:
+            info = self.data() if stage == "data" else self.sft() if stage == "sft" else \
+                self.eval() if stage == "eval" else self.rl(stage)
+        except KeyboardInterrupt:
+            self.record(stage, "interrupted", time.perf_counter() - t)
+            raise
+        except Exception as e:
+            self.record(stage, "failed", time.perf_counter() - t, error=f"{type(e).__name__}: {e}")
+            self.say(f"stage {stage} failed: {type(e).__name__}: {e}")
+            raise
+        self.record(stage, "done", time.perf_counter() - t, result=info)
+        self.say(f"stage {stage} done in {time.perf_counter() - t:.1f}s: {info}")
+        return True
+
+
+class _LazyPool:
+    """A verifier pool started on first use (a fully resumed evaluation starts none)."""
+
+    def __init__(self, cfg):
+        self.cfg, self.pool = cfg, None
+
+    def map(self, *args, **kwargs):
+        if self.pool is None:
+            from tritonrl_lib.verify.pool import VerifierPool
+
+            self.pool = VerifierPool(self.cfg.verify, device=self.cfg.device)
+        return self.pool.map(*args, **kwargs)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def trend(values: list[float | None]) -> float | None:
+    """Least-squares slope per step of a series (None values left out; None when under 2 points)."""
+    from tritonrl_lib.train.rl_curves import linear_trend
+
+    fit = linear_trend(list(range(len(values))), values)
+    return None if fit is None else fit[0]
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{x:.1f}"
+
+
+def _interval(iv) -> str:
+    return "" if not iv else f" [{iv[0]:.1f}, {iv[1]:.1f}]"
+
+
+def summarize(s: Session) -> dict:
+    from rl_step import markdown, table
+
+    from tritonrl_lib import models
+    from tritonrl_lib.train.json_io import read_json
+    from tritonrl_lib.train.rl_log import read_rl_log
+    from tritonrl_lib.train.sft_log import read_sft_log
+
+    md = [f"# Issue 17 session: {s.args.profile} profile", ""]
+    out: dict = {"profile": s.args.profile, "overrides": s.overrides, "calls": s.call}
+    log = _read_jsonl(s.log_path)
+    done = [r for r in log if r.get("status") == "done"]
+    spent: dict[str, float] = {}
+    for r in log:
+        spent[r["stage"]] = spent.get(r["stage"], 0.0) + r["wall_s"]
+    out["stage_seconds"] = spent
+    md += ["## Time per stage (all calls)", "", "| stage | seconds | finished in call |", "|---|---:|---:|"]
+    for st in STAGES:
+        fin = next((r["call"] for r in done if r["stage"] == st), None)
+        md.append(f"| {st} | {spent.get(st, 0.0):.1f} | {fin if fin is not None else '-'} |")
+    md.append(f"| **total** | **{sum(spent.values()):.1f}** | |")
+    split = read_json(s.base.split) or {}
+    counts = split.get("counts", {})
+    gen = counts.get("generated", {})
+    out["data"] = {"examples": counts.get("sft_examples"), "candidates": gen.get("candidates"),
+                   "failed": gen.get("failed"), "families": gen.get("families"), "wall_s": gen.get("wall_s"),
+                   "heldout_in_family": len(split.get("heldout_in_family_ids", [])),
+                   "heldout_families": len(split.get("heldout_task_ids", []))}
+    md += ["", "## Data", "", f"{out['data']}"]
+    marker = read_json(s.base.sft_checkpoint / models.MARKER) or {}
+    sft_log = read_sft_log(s.base.sft_log)
+    evals = [r for r in sft_log if r.get("eval_loss") is not None]
+    train = [r for r in sft_log if r.get("loss") is not None]
+    out["sft"] = {k: marker.get(k) for k in ("global_step", "planned_steps", "final_loss", "eval_loss", "train_loss",
+                                             "tokens_per_s", "stopped_by_time_budget", "plan")}
+    out["sft"]["eval_loss_curve"] = [(r["step"], round(r["eval_loss"], 4)) for r in evals]
+    out["sft"]["train_loss_first_last"] = [train[0]["loss"], train[-1]["loss"]] if train else None
+    md += ["", "## SFT", "", f"steps {marker.get('global_step')} of {marker.get('planned_steps')} planned, "
+           f"training loss {out['sft']['train_loss_first_last']}, held-out slice's loss "
+           f"{out['sft']['eval_loss_curve']}, stopped by the time budget: {marker.get('stopped_by_time_budget')}"]
+    out["rl"] = {}
+    for m in ("best_of_n", "grpo"):
+        rl_log = read_rl_log(s.method_cfg(m).paths)
+        rows = table(rl_log)
+        rates = [r.get("correct_rate") for r in rl_log]
+        out["rl"][m] = {"rows": rows, "correct_rate_trend_per_step": trend(rates)}
+        md += ["", markdown(rows, f"RL {m}: per step (seconds, candidates, groups with signal)"),
+               f"correct rate on training tasks per step: {[None if x is None else round(x, 3) for x in rates]}, "
+               f"trend {trend(rates) if trend(rates) is None else f'{trend(rates):+.4f}'} per step"]
+    out["eval"] = {}
+    md += ["", "## Evaluation (correct % with 95% task-bootstrap interval)", "",
+           "| stage | set | tasks | k | correct % | compiled % | valid % |", "|---|---|---:|---:|---|---|---|"]
+    for stage in ("base", *EVAL_STAGES):
+        rec = read_json(s.root / "eval" / f"eval_{stage}.json")
+        if not rec:
+            continue
+        m = rec["metrics"]
+        groups = [("all", m)] + sorted((m.get("by_set") or {}).items())
+        out["eval"][stage] = {"metrics": m, "vs_sft": rec.get("vs_sft")}
+        for name, mm in groups:
+            iv = mm.get("intervals") or {}
+            md.append(f"| {stage} | {name} | {mm.get('num_tasks')} | {rec.get('k')} | "
+                      f"{_pct(mm.get('correct_rate'))}{_interval(iv.get('correct_rate'))} | "
+                      f"{_pct(mm.get('compiled_rate'))}{_interval(iv.get('compiled_rate'))} | "
+                      f"{_pct(mm.get('valid_rate'))}{_interval(iv.get('valid_rate'))} |")
+    diffs = [(st, v["vs_sft"]) for st, v in out["eval"].items() if v.get("vs_sft")]
+    if diffs:
+        md += ["", "## RL minus SFT (percentage points, paired 95% interval over tasks)", "",
+               "| stage | set | correct | interval | above zero |", "|---|---|---:|---|---|"]
+        for st, d in diffs:
+            for name, per in [("all", d["all"])] + sorted((d.get("by_set") or {}).items()):
+                c = per.get("correct_rate") or {}
+                md.append(f"| {st} | {name} | {c.get('difference')} | {c.get('interval')} | {c.get('above_zero')} |")
+    (s.root / "summary.md").write_text("\n".join(md) + "\n")
+    (s.root / "summary.json").write_text(json.dumps(out, indent=1, default=str))
+    return out
+
+
+def export(s: Session, dest: Path) -> None:
+    """The small files of the session (no weights, no trainer checkpoints, no caches) to `dest`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    keep = (".json", ".jsonl", ".md", ".png", ".yaml")
+    for p in s.root.rglob("*"):
+        rel = p.relative_to(s.root)
+        if not p.is_file() or p.suffix not in keep or rel.parts[0] == "cache" \
+                or any(part.startswith("checkpoint-") or part in ("adapter", "best", "trainer") for part in rel.parts) \
+                or p.name in ("adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            continue
+        if p.stat().st_size > 15 << 20:
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(p, target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", help="the session's folder: runs, evaluation, summary (resumed when it exists)")
+    ap.add_argument("--profile", default="gpu")
+    ap.add_argument("--only", default="", help=f"comma-separated stages among {', '.join(STAGES)}")
+    ap.add_argument("--with-base", action="store_true", help="evaluate the base model too")
+    ap.add_argument("--export", default=os.environ.get("OUT", ""), help="copy the small results here ($OUT)")
+    ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a setting of every stage, e.g. -p rounds=2 -p num_tasks=12")
+    args = ap.parse_args(argv)
+    wanted = [x for x in args.only.split(",") if x] or list(STAGES)
+    bad = [x for x in wanted if x not in STAGES]
+    if bad:
+        ap.error(f"--only: unknown stage(s) {', '.join(bad)}; choose among {', '.join(STAGES)}")
+    os.environ.setdefault("TRITONRL_CACHE", str(Path(args.results).resolve() / "cache"))
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    s = Session(args)
+    s.say(f"session call {s.call}: stages {', '.join(wanted)} in {s.root}")
+    rc = 0
+    try:
+        for stage in wanted:
+            s.run(stage)
+    except KeyboardInterrupt:
+        s.say("interrupted: the next call resumes here")
+        rc = 130
+    except Exception:
+        rc = 1
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            summarize(s)
+            s.say(f"summary: {s.root / 'summary.md'}")
+        except Exception as e:  # the summary must not hide the stage's own outcome
+            s.say(f"summary not written: {type(e).__name__}: {e}")
+        if args.export:
+            export(s, Path(args.export))
+            s.say(f"exported the small files to {args.export}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""benchmarks/gpu_rl_session.py on the smoke profile: every stage runs, a second call resumes
+(nothing done twice), and the summary reports each stage's time, RL's per-step split and the
+evaluation of both held-out sets with RL minus SFT."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "benchmarks" / "gpu_rl_session.py"
+
+
+def session(results: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, str(SCRIPT), str(results), "--profile", "smoke", "-p", "n_sft_examples=8",
+                           *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_the_session_resumes_and_summarises(tmp_path):
+    results, exported = tmp_path / "s", tmp_path / "out"
+    first = session(results, "--only", "data,sft")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    second = session(results, "--export", str(exported))
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    log = [json.loads(line) for line in (results / "session_log.jsonl").read_text().splitlines()]
+    assert [(r["call"], r["stage"], r["status"]) for r in log] == [
+        (1, "data", "done"), (1, "sft", "done"), (2, "data", "done"), (2, "sft", "done"),
+        (2, "best_of_n", "done"), (2, "grpo", "done"), (2, "eval", "done")]
+    assert log[2]["result"]["skipped"] and log[3]["result"]["status"] == "already_done"  # resumed, not redone
+    summary = json.loads((results / "summary.json").read_text())
+    assert set(summary["eval"]) == {"sft", "rl_best_of_n", "rl_grpo"}
+    for stage in ("rl_best_of_n", "rl_grpo"):
+        d = summary["eval"][stage]["vs_sft"]
+        assert set(d["by_set"]) == {"tasks", "families"} and d["all"]["correct_rate"]["interval"] is not None
+    assert len(summary["rl"]["grpo"]["rows"]) == 2 and summary["rl"]["grpo"]["rows"][0]["generate_s"] > 0
+    assert "RL minus SFT" in (results / "summary.md").read_text()
+    assert (exported / "summary.md").is_file() and (exported / "eval" / "comparison.json").is_file()
+    assert not list(exported.rglob("*.safetensors"))
