@@ -82,17 +82,34 @@ def release_blanks(blanks: dict[int, list[shared_blobs.BlankBlob]]) -> None:
     blanks.clear()
 
 
+MEAN_ABS_CHUNK = 1 << 26  # elements per step: the |x| copy of a 30 GiB output must not need 30 GiB more
+
+
 def mean_abs(out: Any) -> float:
     """Mean absolute value of an output's finite entries, on its own device (the judge scales its
-    absolute tolerance by how much this grows on an input set; 0 for anything else)."""
+    absolute tolerance by how much this grows on an input set; 0 for anything else). Summed in
+    chunks, so the temporary |x| stays small beside an output as large as the device allows."""
     if not isinstance(out, torch.Tensor) or not (out.is_floating_point() or out.is_complex()) or out.numel() == 0:
         return 0.0
-    mag = out.detach().abs()
-    total = float(mag.sum(dtype=torch.float64))
-    if not math.isfinite(total):
-        mag = mag[torch.isfinite(mag)]
-        total = float(mag.sum(dtype=torch.float64))
-    return total / mag.numel() if mag.numel() else 0.0
+    x = out.detach()
+    if x.is_contiguous():
+        parts = x.reshape(-1).split(MEAN_ABS_CHUNK)
+    else:  # slices along the first dimension, each copied at most once
+        x = x.reshape(1) if x.dim() == 0 else x
+        rows = max(1, MEAN_ABS_CHUNK // max(1, x[0].numel()))
+        parts = x.split(rows, dim=0)
+    total, count = 0.0, 0
+    for part in parts:
+        mag = part.abs()
+        s = float(mag.sum(dtype=torch.float64))
+        n = mag.numel()
+        if not math.isfinite(s):
+            mag = mag[torch.isfinite(mag)]
+            s, n = float(mag.sum(dtype=torch.float64)), mag.numel()
+        total += s
+        count += n
+        del mag
+    return total / count if count else 0.0
 
 
 def raw_bytes(t: torch.Tensor) -> memoryview | bytes:

@@ -45,6 +45,9 @@ _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_bac
 _VERIFIER = ("tritonrl_lib",)  # its code may run while the candidate's is on the stack (the compile check)
 # tools Triton's CUDA backend runs when it compiles a kernel at its first launch
 _COMPILER_TOOLS = frozenset({"ptxas", "cuobjdump", "nvdisasm", "ldconfig", "nvcc", "fatbinary"})
+# read-only probes the standard library runs for Triton or torch (platform.architecture runs `file`,
+# platform.processor `uname`): they tell the caller about the machine and do nothing else
+_PROBE_TOOLS = frozenset({"file", "uname"})
 
 # audit event -> cheat flag: refused whenever the candidate's code is on the stack
 _DENY = {
@@ -265,7 +268,12 @@ class Guard:
             if library_file != self.candidate_file and _within(library_module, ("triton",)) and \
                     exe.split("-", 1)[0] in _COMPILER_TOOLS:  # ptxas, ptxas-blackwell, ...
                 return None
-            return "process", f"{event}: {exe or '?'}"
+            if library_file != self.candidate_file and _within(library_module, ("triton", "torch")) and \
+                    exe in _PROBE_TOOLS:
+                return None
+            argv = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else []
+            shown = " ".join(os.fsdecode(a) if isinstance(a, (str, bytes)) else str(a) for a in list(argv)[:4])[:160]
+            return "process", f"{event}: {exe or '?'} ({shown}; asked by {library_module or library_file or '?'})"
         if event in ("os.listdir", "os.scandir"):
             path = os.path.normpath(str(args[0])) if args and args[0] is not None else ""
             if _proc_part(path) in ("fd", "fdinfo"):
