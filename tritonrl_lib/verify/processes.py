@@ -182,6 +182,32 @@ def reap_children() -> list[tuple[int, int]]:
         out.append((pid, status))
 
 
+def waiting_on_others(pids: Collection[int]) -> bool:
+    """Whether a process among `pids` is blocked on a file lock (flock, fcntl) that a process outside
+    `pids` holds: the GPU lock's waits, which a candidate's clocks must not count. A process blocked
+    on a lock its own tree holds (a deadlock of its making) is not waiting on others."""
+    try:
+        with open("/proc/locks", "rb") as f:
+            lines = f.read().decode(errors="replace").splitlines()
+    except OSError:
+        return False
+    holders: dict[str, set[int]] = {}
+    waits: list[tuple[int, str]] = []
+    for line in lines:
+        parts = line.split()
+        blocked = len(parts) > 1 and parts[1] == "->"
+        fields = parts[2:] if blocked else parts[1:]
+        if len(fields) < 5 or not fields[3].isdigit():
+            continue
+        pid, inode = int(fields[3]), fields[4]
+        if blocked:
+            waits.append((pid, inode))
+        else:
+            holders.setdefault(inode, set()).add(pid)
+    ours = set(pids)
+    return any(pid in ours and holders.get(inode, set()) - ours for pid, inode in waits)
+
+
 def prctl(option: int, arg: int) -> bool:
     """Linux's prctl(2) for this process; False where it is not available or refused."""
     if not sys.platform.startswith("linux"):

@@ -23,7 +23,8 @@ from . import reasons as R
 from . import shared_blobs
 from .forking import fork_child
 from .limits import Limits
-from .processes import cpu_seconds, descendants, dying, kill_tree, proc_table, reap_children, tree_memory_bytes
+from .processes import (cpu_seconds, descendants, dying, kill_tree, proc_table, reap_children, tree_memory_bytes,
+                        waiting_on_others)
 from .protocol import GO, ChildChannel, FrameReader, ProtocolError, send_reply, with_mapped
 from .spares import Spare
 
@@ -211,7 +212,7 @@ class _Clocks:
     as such), then the candidate's own work (CPU time of its processes since the reference phase ended,
     against `timeout_s`, plus the reference phase's CPU time: drawing inputs and sending outputs again
     is the verifier's work done on the candidate's clock) with a wall-clock backstop for a process that
-    only waits."""
+    only waits; time blocked on a lock another candidate holds (the GPU's) counts on no wall clock."""
 
     def __init__(self, limits: Limits, start: float, set_up: bool):
         self.limits = limits
@@ -220,6 +221,8 @@ class _Clocks:
         self.cpu_mark = 0.0  # the tree's CPU time when the current phase began
         self.reference_cpu = 0.0
         self.last_cpu = 0.0
+        self.waited = 0.0  # this phase's wall time blocked on a lock another candidate held (the GPU's)
+        self.last_poll = start
 
     def on_message(self, kind: Any, me: int, apart: Collection[tuple[int, int]]) -> None:
         if kind == "setup_done" and self.phase == "setup":
@@ -232,11 +235,16 @@ class _Clocks:
         cpu = cpu_seconds([p for p in descendants(me, proc_table(), apart) if p.state != "Z"])
         spent = cpu - self.cpu_mark
         self.phase, self.phase_start, self.cpu_mark = phase, time.monotonic(), cpu
+        self.waited = 0.0
         return spent
 
     def over(self, now: float, tree: list[Any] | None) -> tuple[str, str] | None:
         lim = self.limits
-        wall = now - self.phase_start
+        if tree is not None:  # a watch tick: was the tree waiting for the GPU lock since the last one?
+            if waiting_on_others([p.pid for p in tree]):
+                self.waited += now - max(self.last_poll, self.phase_start)
+            self.last_poll = now
+        wall = now - self.phase_start - self.waited
         if self.phase == "setup" and wall > lim.setup_s:
             return R.SETUP_TIMEOUT, f"the candidate's process was not set up within {lim.setup_s:g} s"
         if self.phase == "reference" and wall > (lim.reference_s or lim.timeout_s):
@@ -252,7 +260,8 @@ class _Clocks:
                                f"reference phase (limit {lim.timeout_s:g} s, plus {self.reference_cpu:.0f} s for "
                                "the verifier's own work on its inputs and outputs)")
         if wall > lim.wall_factor * budget:
-            return R.TIMEOUT, (f"no verdict {wall:.0f} s after the reference phase (wall-clock backstop: "
+            return R.TIMEOUT, (f"no verdict {wall:.0f} s after the reference phase, not counting "
+                               f"{self.waited:.0f} s waiting for the GPU (wall-clock backstop: "
                                f"{lim.wall_factor:g} x {budget:.0f} s)")
         return None
 
