@@ -54,3 +54,23 @@ def test_nothing_waiting_when_no_lock_is_contended(tmp_path):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_waits_work_on_descriptors_past_select_limit():
+    """A worker holding hundreds of cached references has descriptors past 1024 (select's limit)."""
+    from tritonrl_lib.verify.fdwait import wait_fds
+
+    pipes = [os.pipe() for _ in range(560)]
+    try:
+        r, w = pipes[-1]
+        assert r > 1024
+        assert wait_fds([r], timeout_s=0.01) == ([], [])
+        os.write(w, b"x")
+        assert wait_fds([r], [w], timeout_s=1) == ([r], [w])
+        os.close(w)
+        pipes[-1] = (r, os.dup(r))
+        assert wait_fds([r], timeout_s=0)[0] == [r]  # the other end closed: readable, as select says
+    finally:
+        for a, b in pipes:
+            os.close(a)
+            os.close(b)

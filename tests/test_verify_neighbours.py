@@ -23,7 +23,12 @@ def _task(name: str, level: int) -> Task:
 
 
 def _code(name: str) -> str:
-    return (CASES / "candidates" / f"{name}.py").read_text()
+    code = (CASES / "candidates" / f"{name}.py").read_text()
+    if name == "adv_memory_blowup":
+        # memory it really touches (1 GiB at a time): untouched torch.empty(64 GiB) costs nothing on a
+        # machine that overcommits, and the candidate is then an honest ReLU
+        code = code.replace("torch.empty(1 << 34)", "torch.ones(1 << 28)")
+    return code
 
 
 def _summary(v) -> tuple:

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import time
 import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from .fdwait import wait_fds
 
 PROBE_TIMEOUT_S = 60.0
 
@@ -171,7 +172,7 @@ def probe(source: str, timeout_s: float = PROBE_TIMEOUT_S) -> Footprint | None:
             if left <= 0:
                 os.kill(pid, signal.SIGKILL)
                 return None
-            ready, _, _ = select.select([r], [], [], left)
+            ready, _ = wait_fds([r], timeout_s=left)
             if not ready:
                 continue
             data = os.read(r, 1 << 16)

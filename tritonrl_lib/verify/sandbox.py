@@ -14,7 +14,6 @@ child has said its last, the whole tree is killed (processes.kill_tree).
 from __future__ import annotations
 
 import os
-import select
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Collection
@@ -27,6 +26,7 @@ from .processes import (cpu_seconds, descendants, dying, kill_tree, proc_table, 
                         waiting_on_others)
 from .protocol import GO, ChildChannel, FrameReader, ProtocolError, send_reply, with_mapped
 from .spares import Spare
+from .fdwait import wait_fds
 
 POLL_S = 0.05
 EXIT_POLL_S = 0.002  # how often, for EXIT_WATCH_S after the child's pipe closed
@@ -111,7 +111,7 @@ def run_sandboxed(
                 watch.append(watch_fd)
             # right after the pipe hit EOF the child is exiting: look for its exit status again soon
             soon = eof_at is not None and exit_status is None and time.monotonic() - eof_at < EXIT_WATCH_S
-            ready, _, _ = select.select(watch, [], [], EXIT_POLL_S if soon else POLL_S)
+            ready, _ = wait_fds(watch, timeout_s=EXIT_POLL_S if soon else POLL_S)
             if watch_fd is not None and watch_fd in ready:
                 kill_reason, detail = R.POOL_GONE, "the pool closed its connection"
                 break

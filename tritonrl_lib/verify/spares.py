@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
 import signal
 import time
 from typing import TYPE_CHECKING, Any, Callable
@@ -21,6 +20,7 @@ from .forking import HARNESS_FAILED, enter_job, fork_with_channel, isolate, leav
 from .limits import Limits
 from .processes import PR_SET_DUMPABLE, prctl, proc_table_entry
 from .protocol import LEN, ChildChannel, read_exactly
+from .fdwait import wait_fds
 
 if TYPE_CHECKING:
     from .settings import JobSettings
@@ -74,14 +74,14 @@ class Spare:
             os.set_blocking(self.in_w, False)
             view = memoryview(LEN.pack(len(raw)) + raw)
             while view.nbytes:  # the spare reads once warm: wait for it, never past the deadline
-                _, ready, _ = select.select([], [self.in_w], [], max(0.0, deadline - time.monotonic()))
+                _, ready = wait_fds(write=[self.in_w], timeout_s=max(0.0, deadline - time.monotonic()))
                 if not ready:
                     return None
                 view = view[os.write(self.in_w, view):]
             os.set_blocking(self.in_w, True)
             for i in range(0, len(fds), SPARE_FDS_PER_MESSAGE):
                 shared_blobs.send_fds(self.sock, fds[i:i + SPARE_FDS_PER_MESSAGE])
-            ready, _, _ = select.select([self.out_r], [], [], max(0.0, deadline - time.monotonic()))
+            ready, _ = wait_fds([self.out_r], timeout_s=max(0.0, deadline - time.monotonic()))
             if not ready or os.read(self.out_r, 1) != SPARE_ACCEPTED:
                 return None
         except OSError:
@@ -173,7 +173,7 @@ def _spare_entry(entry: Callable[[Any, ChildChannel], None], warm: Callable[[Cal
             os.dup2(null_fd, fd)
         os.close(null_fd)
         try:
-            warm(lambda: bool(select.select([in_fd], [], [], 0)[0]))  # its argument: is a job waiting?
+            warm(lambda: bool(wait_fds([in_fd], timeout_s=0)[0]))  # its argument: is a job waiting?
         except BaseException:
             pass  # the job's own set-up meets the same failure and reports it
         launch = _read_launch(in_fd)
