@@ -28,7 +28,7 @@ from .child_context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
 from .input_sets import InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
-from .variations import (RANGE_LOG2, VARIATION_ORDER, WIDE_RANGE_LOG2, cast_floats, describe_inputs, larger_plan,
+from .variations import (RANGE_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs, larger_plan,
                          load_task_module, offset, ranged, tiny_plans)
 
 TASK_MODULE = "tritonrl_task"
@@ -286,7 +286,7 @@ class ReferencePhase:
         return ok
 
     # widest first; each is kept only where the reference stays finite on it
-    RANGES = (({"log2": WIDE_RANGE_LOG2}, f"signs and magnitudes 2**+-{WIDE_RANGE_LOG2:g}"),
+    RANGES = (({"log2": 0.0, "scale_log2": WIDE_SCALE_LOG2}, f"signs, magnitudes x 2**{WIDE_SCALE_LOG2:g}"),
               ({}, f"signs and magnitudes 2**+-{RANGE_LOG2:g}"),
               ({"signs": False}, f"magnitudes 2**+-{RANGE_LOG2:g} only (the reference is not finite on negative "
                                  "inputs)"))
