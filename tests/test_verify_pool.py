@@ -152,6 +152,17 @@ def test_half_input_sets_ask_for_values_not_for_the_float32_kernels_dtype(pool):
     assert not v.correct and "dtype:float16 inputs" in v.error, (v.reason, v.error)
 
 
+def test_a_tf32_matmul_passes_on_signed_scaled_inputs_too(pool):
+    """The range set draws signs a rand()-input matmul never sees, so outputs cancel to near 0, where a
+    TF32 product (emulated here: inputs rounded to 10 mantissa bits) misses rtol; the range set's atol
+    follows the output's own scale, so an honest TF32 kernel passes while zeros still fail."""
+    v = pool.verify(task("matmul_rand"), candidate("matmul_tf32_emulated"))
+    assert v.correct, (v.reason, v.error)
+    assert any(e["name"] == "range" and e["ok"] for e in v.errors), v.errors
+    zeros = candidate("matmul_tf32_emulated").replace("return C.to(A.dtype)", "return (C * 0).to(A.dtype)")
+    assert not pool.verify(task("matmul_rand"), zeros).correct
+
+
 # --------------------------------------------------------------------------- hostile candidates
 
 
