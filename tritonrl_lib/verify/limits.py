@@ -35,6 +35,7 @@ GIB = 1 << 30
 HEADROOM = 1.5  # a candidate may hold this much more than the reference did on an input set
 CONTEXT_BYTES = 1 * GIB  # a CUDA context, Triton's and cuBLAS's workspaces
 HOST_BASE_BYTES = 3 * GIB  # a candidate's process before any of its task's data (torch, Triton, CUDA)
+HOST_REFERENCE_SHARE = 0.4  # of the host's memory, for one job's reference outputs held by its worker
 SMALL_DATA_BYTES = 256 << 20  # task data the configured memory limit is expected to hold as it is
 SETUP_S = 180.0  # a process's own set-up (CUDA context on a busy, cold machine)
 REFERENCE_S_PER_GIB = 4.0  # the reference phase's budget grows with the bytes its input sets move
@@ -55,6 +56,7 @@ class Budget:
     larger_factor: float  # the other-size set's batch factor (< 1: a smaller size)
     reference_s: float  # the reference phase's own wall-clock budget
     cacheable_inputs: bool  # small enough for the worker's reference cache to keep the inputs
+    reference_bytes: int = 0  # host memory the worker may fill with reference outputs (0: no limit)
     too_large: str = ""  # not "" when the task cannot run on this machine at all: why, with the sizes
     note: str = ""
 
@@ -107,7 +109,13 @@ class Budget:
         memory_mb = mem_mb if data <= SMALL_DATA_BYTES else max(mem_mb, int(HOST_BASE_BYTES + data) >> 20)
         # every input set's inputs and outputs once through the reference phase: six full-size sets at most
         moved = (fp.input_bytes + fp.output_bytes) * (5 + max(1.0, factor))
+        # the worker holds every set's reference outputs (host memory files) while the candidate runs:
+        # past what the host can give this job, later input sets are left out (never the original and
+        # range), with a note, rather than the machine killing the worker
+        host_room = HOST_REFERENCE_SHARE * host / (1 if exclusive else max(1, sharers))
+        ref_bytes = max(int(host_room - 2 * biggest_out), 2 * fp.output_bytes)
         return cls(fraction, exclusive, memory_mb,
+                   reference_bytes=ref_bytes,
                    file_size_bytes=max(FILE_SIZE_LIMIT, int(2 * biggest_out) + (64 << 20)),
                    transfer_bytes=max(GIB, 4 * (memory_mb << 20), int(3 * fp.output_bytes * (6 + factor))),
                    larger_factor=factor,

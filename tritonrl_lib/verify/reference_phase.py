@@ -61,6 +61,8 @@ class ReferencePhase:
         self.ch = child.ch
         self.device = child.device
         self.budget = child.budget
+        self.sent_bytes = 0  # reference outputs sent to the worker so far (it holds them all)
+        self.original_out_bytes = 0
         self.seeds = {**DEFAULT_SEEDS, **(child.job.get("seeds") or {})}
         self.collect = False  # send the inputs too, for the worker's reference cache
         self.tiny_overrides: dict[str, int] | None = None
@@ -103,6 +105,8 @@ class ReferencePhase:
             self.run_set(plan, InputSet("tiny", "tiny", "base", original.make, None, []))
         wanted = VARIATION_ORDER[: max(1, int(self.child.settings.num_variations))]
         for name in wanted[1:]:
+            if name != "range" and not self.room_for(name):
+                continue
             try:
                 if name == "range":
                     self.range_set(plan, base, original_outs_finite)
@@ -362,11 +366,33 @@ class ReferencePhase:
 
     # ---------------------------------------------------------------- to the worker
 
+    # how many original-sized outputs each set adds to what the worker holds
+    SET_SIZES = {"seed": 1.0, "offset": 1.0, "dtype": 2.0}  # dtype: float16 and bfloat16 (+ float32 ones)
+
+    def room_for(self, name: str) -> bool:
+        """Whether the worker can hold set `name`'s reference outputs beside those sent so far
+        (Budget.reference_bytes); if not, the set is left out with a note."""
+        limit = self.budget.reference_bytes if self.budget is not None else 0
+        if not limit or not self.original_out_bytes:
+            return True
+        size = self.budget.larger_factor if name == "larger" else self.SET_SIZES.get(name, 1.0)
+        need = int(size * self.original_out_bytes)
+        if self.sent_bytes + need <= limit:
+            return True
+        self.child.note(f"variation {name} skipped: its reference outputs ({need / 2**30:.1f} GiB) would not fit "
+                        f"beside the {self.sent_bytes / 2**30:.1f} GiB held already (this job may hold "
+                        f"{limit / 2**30:.1f} GiB of the host's memory)")
+        return False
+
     def send_ref(self, plan: Plan, s: InputSet, inputs: list[Any], outs: list[Any],
                  alt: list[Any] | None = None) -> None:
         blanks = self.child.blanks([(tuple(o.shape), o.dtype) for o in [*outs, *(alt or [])] if is_plain_tensor(o)])
         try:
             metas, blobs = self.child.encode(outs, blanks)
+            out_bytes = sum(o.numel() * o.element_size() for o in outs if is_plain_tensor(o))
+            if s.name == "original":
+                self.original_out_bytes = out_bytes
+            self.sent_bytes += out_bytes * (2 if alt else 1)
             header = {"type": "ref", "name": s.name, "stage": s.stage, "outputs": metas,
                       "inputs": describe_inputs(inputs), "magnitudes": [mean_abs(o) for o in outs]}
             if alt is not None:
