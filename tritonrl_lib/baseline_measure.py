@@ -24,7 +24,9 @@ no GPU) the same interleaving with the host's clock, no flush, on one thread.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 import tempfile
 import time
@@ -71,18 +73,21 @@ def stats(times_ms: list[float], trim: float) -> dict[str, Any]:
 
 
 def measure(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None:
+    """Set up the timer for the job's device (and the GPU's lock), then measure the task's model."""
     import torch
 
-    from .verify.child_context import SEED
-    from .verify.input_sets import drawer
-    from .verify.variations import load_task_module
-
-    device, modes = job["device"], list(job["modes"])
-    warmup, trials, trim = int(job["warmup"]), int(job["trials"]), float(job["trim"])
+    device, warmup, trials = job["device"], int(job["warmup"]), int(job["trials"])
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    shared = alone = contextlib.nullcontext
     if device == "cuda":
+        from .verify.gpu_lock import GpuLock, lock_path
         from .verify.timing import Clock, time_pair
 
+        # the verifier's lock of this GPU: an evaluation's candidates on it wait while this times, and it
+        # waits for their timing (the same GPU id the verifier's pool uses: CUDA_VISIBLE_DEVICES' first)
+        gpu = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
+        lock = GpuLock(lock_path(gpu))
+        shared, alone = lock.shared, lock.alone
         clock = Clock.capture()
         pair = lambda a, b: time_pair(a, b, warmup, trials, clock=clock)  # noqa: E731
     else:
@@ -92,6 +97,20 @@ def measure(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None
         pair = lambda a, b: cpu_time_pair(a, b, warmup, trials)  # noqa: E731
 
     torch.set_grad_enabled(False)
+    with shared():
+        measure_model(job, emit, pair, sync, alone)
+
+
+def measure_model(job: dict[str, Any], emit: Callable[[dict[str, Any]], None], pair: Callable, sync: Callable,
+                  alone: Callable) -> None:
+    """Build the reference, time it eager, then compiled; each result emitted as soon as it is known."""
+    import torch
+
+    from .verify.child_context import SEED
+    from .verify.input_sets import drawer
+    from .verify.variations import load_task_module
+
+    device, modes, trim = job["device"], list(job["modes"]), float(job["trim"])
     try:
         with tempfile.TemporaryDirectory() as work:
             module = load_task_module(job["source"], work, TASK_MODULE)
@@ -110,7 +129,8 @@ def measure(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None
     eager = lambda: model(*eager_in)  # noqa: E731
     try:
         if "eager" in modes:
-            t = pair(eager, eager)
+            with alone():
+                t = pair(eager, eager)
             emit({"mode": "eager", **stats(t["ref"] + t["cand"], trim)})
     except BaseException as e:
         emit({"mode": "eager", "error": describe(e), "reason": classify(e)})
@@ -130,7 +150,8 @@ def measure(job: dict[str, Any], emit: Callable[[dict[str, Any]], None]) -> None
         sync()
         compile_s = time.perf_counter() - t0
         compiled = lambda: compiled_model(*compiled_in)  # noqa: E731
-        t = pair(eager, compiled)  # its warm-up settles what the first call left (autotuning, guards)
+        with alone():
+            t = pair(eager, compiled)  # its warm-up settles what the first call left (autotuning, guards)
         eager_paired = stats(t["ref"], trim)
         emit({"mode": "compile", **stats(t["cand"], trim), "compile_s": round(compile_s, 2),
               "eager_paired_ms": eager_paired["ms"]})
@@ -155,8 +176,6 @@ def main(argv: list[str]) -> int:
     job_path, results_path = argv
     with open(job_path) as f:
         job = json.load(f)
-    import os
-
     if job.get("parent_pid") and os.getppid() != job["parent_pid"]:
         return 1  # the parent died before die_with_parent took hold
     with open(results_path, "a") as out:
