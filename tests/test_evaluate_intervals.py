@@ -23,7 +23,7 @@ def record(stage: str, solved: dict[str, int], sets: dict[str, str], k: int = 4)
     verdicts = [Verdict(task_id=t.id, stage="full" if j < solved[t.id] else "compile", correct=j < solved[t.id],
                         reason="ok" if j < solved[t.id] else "mismatch:original", reward=0.7 if j < solved[t.id] else 0.3)
                 for t in tasks for j in range(k)]
-    return build_record(stage=stage, model_path=stage, tasks=tasks, completions=completions, verdicts=verdicts,
+    return build_record(model_stage=stage, model_path=stage, tasks=tasks, completions=completions, verdicts=verdicts,
                         sampling=SAMPLING, task_source="heldout", resamples=2000)
 
 

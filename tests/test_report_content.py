@@ -154,7 +154,7 @@ def test_results_made_with_other_settings_or_outside_the_runner_are_said_so(cfg,
     run_state.write_record(made_with, paths, "04_eval", "sha", {}, 1.0)  # as `tritonrl run` records 04
     report = build_report(cfg, paths)
     assert report.caveats == ["04_eval: made with other settings than this report's (as made -> as now: "
-                              "eval.num_tasks 9 -> 4)"]
+                              f"eval.num_tasks 9 -> {cfg.eval.num_tasks})"]
     assert "Made otherwise than this report" in report.html_path.read_text()
 
     run_state.write_record(cfg, paths, "04_eval", "sha", {}, 1.0)

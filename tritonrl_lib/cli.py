@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _plugin_registrars() -> list[Callable]:
     """Subcommands that live beside the code they drive (verify, eval, ...)."""
     out = []
-    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval_command", "tritonrl_lib.standin"):
+    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval_command", "tritonrl_lib.baselines_command",
+                   "tritonrl_lib.standin"):
         try:
             mod = __import__(module, fromlist=["add_parser"])
         except ModuleNotFoundError as e:

@@ -142,6 +142,8 @@ class EvalConfig:
     heldout_sets: list[str] = field(default_factory=lambda: ["tasks", "families"])  # eval_tasks=heldout: (a) unseen
     # tasks of trained families, (b) unseen families; num_tasks caps each set
     bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
+    baselines: str = "auto"  # this machine's eager / torch.compile reference times (`tritonrl baselines`): auto
+    # (<outputs_dir>/baselines/) | off | a folder or a file; correct timed samples get their speedup over both
 
 
 @dataclass

@@ -120,6 +120,13 @@ def run(args: argparse.Namespace) -> int:
                                   "metrics": rec["metrics"]} for stage, rec in records.items()}, indent=1))
     else:
         print(format_table(metrics_table(records)))
+        from .metrics import fast_p_table
+
+        speed = fast_p_table(records)
+        if speed:
+            print("\nfast_p: % of samples correct and faster than p times the reference; geomean over correct timed "
+                  "samples")
+            print(format_table(speed))
         notes = sorted({n for rec in records.values() for n in rec.get("notes", [])})
         for n in notes:
             print(f"note: {n}")

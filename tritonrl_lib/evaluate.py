@@ -18,6 +18,12 @@ set under `metrics.by_set`, and every rate a 95% interval from resampling tasks
 the RL record gets `vs_sft`: RL minus SFT per rate, overall and per set, with the paired
 interval of the difference; `eval/comparison.json` holds the same for every stage.
 
+Speed: every record's metrics give fast_p (p = 0, 1.0, 1.5, 2.0) and the geometric-mean speedup
+against the verifier's own eager timing; where this machine has stored reference times
+(`tritonrl baselines`, eval.baselines; baselines.py) each correct timed row also gets its speedup over
+eager PyTorch and over `torch.compile`, and the metrics `vs_eager_baseline` and `vs_compile` (null,
+with a note, where there are none). A reused record gets baselines measured since attached.
+
 Identical code is verified once per record (train/verify_batch.py): at a low temperature the k
 samples of a task often repeat, and a repeat would only get the same verdict again.
 
@@ -430,9 +436,11 @@ def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: Eva
 def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
                       sampling: EvalSampling, *, model_stage: str, model_path: str, pool=None, task_source: str = "",
                       device: str = "cpu", progress: bool = True, started: float | None = None,
-                      extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                      extra: dict[str, Any] | None = None, baselines: tuple[Any, str | None] | None = None
+                      ) -> dict[str, Any]:
     """Verify completions ([task][sample]: rollout Completions or strings) in the verifier pool
-    and build the eval record."""
+    and build the eval record, with speedups over this machine's stored baselines where there are
+    some (`baselines`: what find_baselines returned; found here when not given)."""
     from .train.verify_batch import verify_unique
 
     flat_tasks = [t for t, cs in zip(tasks, completions) for _ in cs]
@@ -444,13 +452,29 @@ def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequen
                                          progress=progress)
     finally:
         lazy.close()
-    return build_record(model_stage=model_stage, model_path=model_path, tasks=tasks, completions=completions, verdicts=verdicts,
-                        sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
-                        device=device_description(device),
-                        wall_s=time.perf_counter() - (started if started is not None else t1),
-                        extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "verify": vstats.to_dict(),
-                               "run": cfg.run_name, "profile": cfg.profile, **(extra or {})},
-                        resamples=cfg.eval.bootstrap_resamples)
+    record = build_record(model_stage=model_stage, model_path=model_path, tasks=tasks, completions=completions,
+                          verdicts=verdicts, sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
+                          device=device_description(device),
+                          wall_s=time.perf_counter() - (started if started is not None else t1),
+                          extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "verify": vstats.to_dict(),
+                                 "run": cfg.run_name, "profile": cfg.profile, **(extra or {})},
+                          resamples=cfg.eval.bootstrap_resamples)
+    from .baselines import attach_to_record
+
+    store, note = baselines if baselines is not None else find_baselines(cfg, device)
+    attach_to_record(record, tasks, store, note, cfg.eval.bootstrap_resamples)
+    return record
+
+
+def find_baselines(cfg: RunConfig, device: str) -> tuple[Any, str | None]:
+    """This machine's baselines file for the evaluation (eval.baselines), or None and why not. A file
+    that cannot be read is a note, not a failed evaluation; a path that does not exist is a ConfigError."""
+    from .baselines import NOTE_PREFIX, BaselineError, baselines_for_eval
+
+    try:
+        return baselines_for_eval(cfg.eval.baselines, cfg.outputs_dir, device)
+    except BaselineError as e:
+        return None, f"{NOTE_PREFIX}{e}"
 
 
 def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
@@ -464,10 +488,18 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
     device = resolve_device(cfg.device)
     sampling = eval_sampling(cfg, k)
     fp = fingerprint(model_stage=model_stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
+    baselines = find_baselines(cfg, device)  # before generating: a wrong eval.baselines path fails at once
     if out is not None and not force:
         old = read_record(out)
         if old is not None and old.get("fingerprint") == fp:
-            log(f"{model_stage}: reusing {out} (same model, tasks and settings)")
+            from .baselines import attach_to_record
+
+            # the verdicts stand; speedups over baselines measured (or changed) since are attached
+            if attach_to_record(old, tasks, *baselines, cfg.eval.bootstrap_resamples):
+                write_record(out, old)
+                log(f"{model_stage}: reusing {out} (same model, tasks and settings); baselines attached again")
+            else:
+                log(f"{model_stage}: reusing {out} (same model, tasks and settings)")
             return ModelEval(model_stage, "reused", out, old)
     t0 = time.perf_counter()
     log(f"{model_stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
@@ -475,7 +507,7 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
     log(f"{model_stage}: verifying {sum(len(c) for c in completions)} completions")
     record = score_completions(cfg, tasks, completions, sampling, model_stage=model_stage, model_path=spec, pool=pool,
                                task_source=task_source, device=device, progress=progress, started=t0,
-                               extra={"generation": gen_stats, "fingerprint": fp})
+                               extra={"generation": gen_stats, "fingerprint": fp}, baselines=baselines)
     if out is not None:
         write_record(out, record)
     return ModelEval(model_stage, "evaluated", out, record)
@@ -511,7 +543,8 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
                                           force=force, progress=progress, log=log))
     finally:
         lazy.close()
-    attach_comparison({s.stage: (s.record, s.path) for s in results if s.record is not None and s.path is not None},
+    attach_comparison({s.model_stage: (s.record, s.path) for s in results
+                       if s.record is not None and s.path is not None},
                       paths.eval_comparison, cfg.eval.bootstrap_resamples)
     return EvalRunResult(results)
 

@@ -9,6 +9,13 @@ A *sample* is one verified completion: a row of `detailed_results` in an eval re
     fast1_rate     correct and speedup > 1 (timed against the PyTorch reference)
     fast2_rate     correct and speedup > 2
     geomean_speedup  geometric mean speedup of the correct samples that were timed
+    fast_p         KernelBench's fast_p at p = 0, 1.0, 1.5, 2.0: percent of samples correct AND
+                   speedup > p ({"0": .., "1.0": .., "1.5": .., "2.0": ..}); fast_p["0"] is the
+                   correct rate, fast_p["1.0"] == fast1_rate, fast_p["2.0"] == fast2_rate
+    vs_eager_baseline, vs_compile  the same fast_p and geometric mean against this machine's measured
+                   reference times (baselines.py: eager PyTorch, and `torch.compile`) instead of the
+                   verifier's own paired eager timing; over the samples whose task has that baseline;
+                   None where no baseline was attached
     pass_at_1, pass_at_k  the unbiased pass@k estimator (Chen et al. 2021) per task, averaged
                           over tasks, in percent
 
@@ -30,6 +37,11 @@ from typing import Any, Iterable, Mapping, Sequence
 from .verify import reasons
 from .verify.verdict import Verdict, passed
 
+FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
+# the speedup a row carries against each reference: the verifier's paired eager timing, and this
+# machine's stored baselines (attached by baselines.attach_speedups)
+BASELINE_BLOCKS = {"vs_eager_baseline": "speedup_vs_eager_baseline", "vs_compile": "speedup_vs_compile"}
+BASELINE_MS = {"vs_eager_baseline": "baseline_eager_ms", "vs_compile": "baseline_compile_ms"}
 RATE_KEYS = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate", "fast2_rate")
 FUNNEL = (("valid", "valid_rate"), ("compiled", "compiled_rate"), ("correct", "correct_rate"),
           ("fast_1", "fast1_rate"), ("fast_2", "fast2_rate"))
@@ -103,9 +115,14 @@ def is_compiled(row: Mapping[str, Any]) -> bool:
     return passed(row["stage"], "compile")
 
 
-def is_fast(row: Mapping[str, Any], threshold: float) -> bool:
-    s = row.get("speedup")
+def is_fast(row: Mapping[str, Any], threshold: float, speedup_key: str = "speedup") -> bool:
+    s = row.get(speedup_key)
     return bool(row["correct"]) and s is not None and s > threshold
+
+
+def fast_p_key(threshold: float) -> str:
+    """The key of a threshold in a `fast_p` block: "0", "1.0", "1.5", "2.0"."""
+    return "0" if threshold == 0 else f"{float(threshold):.1f}"
 
 
 # --------------------------------------------------------------------------- aggregates
@@ -145,10 +162,74 @@ def summarize(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
         out["fast2_rate"] = _pct(sum(is_fast(r, 2.0) for r in rows), n)
     gm = geomean(r["speedup"] for r in timed)
     out["geomean_speedup"] = round(gm, 4) if gm is not None else None
+    out["fast_p"] = fast_p(rows)
+    for block in BASELINE_BLOCKS:
+        out[block] = baseline_block(rows, block)
     out["pass_at_1"] = _mean_pass_at(rows, 1)
     out["pass_at_k"] = _mean_pass_at(rows, k)
     out["k"] = k
     return out
+
+
+def fast_p(rows: Sequence[Mapping[str, Any]], speedup_key: str = "speedup",
+           thresholds: Sequence[float] = FAST_P_THRESHOLDS) -> dict[str, float | None]:
+    """Percent of `rows` correct and faster than p (`speedup_key` > p), per threshold p. p = 0 is the
+    correct rate (no timing needed); above 0, None when correct samples exist but none was timed (as
+    fast1_rate); None for every p when there are no rows."""
+    n = len(rows)
+    correct = [r for r in rows if r["correct"]]
+    timed = any(r.get(speedup_key) is not None for r in correct)
+    out: dict[str, float | None] = {}
+    for p in thresholds:
+        if p == 0:
+            out[fast_p_key(p)] = _pct(len(correct), n)
+        elif correct and not timed:
+            out[fast_p_key(p)] = None
+        else:
+            out[fast_p_key(p)] = _pct(sum(is_fast(r, p, speedup_key) for r in rows), n)
+    return out
+
+
+def baseline_block(rows: Sequence[Mapping[str, Any]], block: str) -> dict[str, Any] | None:
+    """fast_p and the geometric-mean speedup against one stored baseline (`block`: vs_eager_baseline or
+    vs_compile), over the rows whose task has that baseline; None when no row has it (never zeros)."""
+    covered = [r for r in rows if r.get(BASELINE_MS[block]) is not None]
+    if not covered:
+        return None
+    key = BASELINE_BLOCKS[block]
+    correct = [r for r in covered if r["correct"]]
+    timed = [r for r in correct if r.get(key) is not None]
+    gm = geomean(r[key] for r in timed)
+    return {"num_samples": len(covered), "num_tasks": len({r["id"] for r in covered}),
+            "num_tasks_without": len({r["id"] for r in rows} - {r["id"] for r in covered}),
+            "num_correct": len(correct), "num_timed": len(timed),
+            "fast_p": fast_p(covered, key), "geomean_speedup": round(gm, 4) if gm is not None else None}
+
+
+def fast_p_table(records: Mapping[str, Mapping[str, Any]], levels: bool = True) -> list[dict[str, Any]]:
+    """Per model stage and level, one row per reference a speedup was measured against: the
+    verifier's own eager timing ("eager (verifier)"), and where attached, this machine's eager and
+    torch.compile baselines. fast_p in percent, geomean over the correct timed samples."""
+    against = (("eager (verifier)", None), ("eager baseline", "vs_eager_baseline"), ("torch.compile", "vs_compile"))
+    rows = []
+    for model_stage, rec in records.items():
+        m = rec["metrics"]
+        groups = [("all", m)] + ([(f"L{lvl}", mm) for lvl, mm in m.get("by_level", {}).items()] if levels else [])
+        for label, mm in groups:
+            for name, block in against:
+                b = mm if block is None else mm.get(block)
+                if b is None:
+                    continue
+                fp = b.get("fast_p") or fast_p_from_rates(b)
+                rows.append({"stage": model_stage, "level": label, "against": name, "samples": b.get("num_samples"),
+                             **{f"fast_{k}": fp.get(k) for k in map(fast_p_key, FAST_P_THRESHOLDS)},
+                             "geomean_speedup": b.get("geomean_speedup")})
+    return rows
+
+
+def fast_p_from_rates(m: Mapping[str, Any]) -> dict[str, float | None]:
+    """A fast_p block from an older record's rates (before fast_p was recorded): 1.5 unknown."""
+    return {"0": m.get("correct_rate"), "1.0": m.get("fast1_rate"), "1.5": None, "2.0": m.get("fast2_rate")}
 
 
 def _mean_pass_at(rows: Sequence[Mapping[str, Any]], k: int) -> float | None:

@@ -233,6 +233,10 @@ def headline(data: RunData) -> list[str]:
             per = ", ".join(f"Level {lvl} {_pct(mm['correct_rate'])}" for lvl, mm in m.get("by_level", {}).items())
             speed = (f"; faster than PyTorch {_pct(m['fast1_rate'])}, geometric-mean speedup "
                      f"{m['geomean_speedup']:.2f}x" if m.get("geomean_speedup") is not None else "")
+            vc = m.get("vs_compile") or {}
+            if vc.get("geomean_speedup") is not None:
+                speed += (f"; against torch.compile faster {_pct(vc['fast_p'].get('1.0'))}, geometric-mean "
+                          f"speedup {vc['geomean_speedup']:.2f}x")
             lines.append(f"{model_stage}: correct {_pct(m['correct_rate'])} of samples ({per}); valid code "
                          f"{_pct(m['valid_rate'])}, compiled {_pct(m['compiled_rate'])}; pass@1 "
                          f"{_pct(m['pass_at_1'])}{speed}.")
@@ -316,6 +320,7 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         charts[name] = out
     tables = {
         "metrics": metrics_table(data.records),
+        "fast_p": M.fast_p_table(data.records),
         "comparison": comparison_table(data.records),
         "failures": failure_table(data.records),
         "evaluation": eval_details_table(data.records),

@@ -164,6 +164,31 @@ def _box(css: str, title: str, items: Sequence[str]) -> str:
             + "".join(f"<li>{words(m)}</li>" for m in items) + "</ul></div>")
 
 
+FAST_P_LABELS = {"fast_0": "fast_0 %", "fast_1.0": "fast_1.0 %", "fast_1.5": "fast_1.5 %", "fast_2.0": "fast_2.0 %",
+                 "geomean_speedup": "geomean speedup"}
+
+
+def speed_section(data: "RunData", rows: Sequence[Mapping[str, Any]]) -> str:
+    """fast_p at 0 / 1.0 / 1.5 / 2.0 and the geometric-mean speedup, against the verifier's own eager
+    timing and, where this machine's baselines were attached, against stored eager and torch.compile
+    times; a sentence where torch.compile was not measured."""
+    parts = ["<h3>Speed: fast_p</h3>",
+             "<p><i>fast_p</i>: percent of samples that are correct and more than p times faster than the "
+             "reference (fast_0 is the correct rate). <i>geomean</i>: geometric mean of the speedups of the correct "
+             "samples that were timed. <i>eager (verifier)</i>: the PyTorch reference, timed by the verifier beside "
+             "each sample; <i>eager baseline</i> and <i>torch.compile</i>: the reference's times measured once per "
+             "task on this machine (<code>tritonrl baselines</code>), over the tasks that have one. n/a: not "
+             "timed (no GPU).</p>"]
+    if not any(r["against"] == "torch.compile" for r in rows) and data.records:
+        why = sorted({(rec.get("baselines") or {}).get("note") or "" for rec in data.records.values()} - {""})
+        parts.append("<p class='missing'>Against torch.compile: not measured for this machine; run "
+                     "<code>tritonrl baselines --tasks &lt;the evaluation's tasks&gt;</code> on the machine that "
+                     "evaluates, then evaluate again (the verdicts are reused)."
+                     + (f" ({words(why[0].removeprefix('baselines: '))})" if len(why) == 1 else "") + "</p>")
+    parts.append(html_table(rows, "fast_p", labels=FAST_P_LABELS))
+    return "\n".join(parts)
+
+
 def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Report",
                 pngs: Mapping[str, bytes], examples: Sequence[Example]) -> str:
     esc = html.escape
@@ -202,6 +227,7 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Repor
                  "at least one of k samples of a task is correct, averaged over tasks.</p>")
     parts.append(html_table(tables["metrics"], "metrics", labels=METRIC_LABELS))
     parts.append(_img(pngs, no_chart, "funnel", "evaluation funnel"))
+    parts.append(speed_section(data, tables["fast_p"]))
     notes = sorted({n for rec in data.records.values() for n in rec.get("notes", [])})
     if notes:
         parts.append(_box("note", "Notes from the evaluation", notes))

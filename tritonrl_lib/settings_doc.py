@@ -31,6 +31,7 @@ DESCRIPTIONS: dict[str, str] = {
     "kernelbook_max_rows": "read at most this many KernelBook rows (0: all)",
     "n_sft_examples": "verified SFT examples to generate from op templates",
     "heldout_fraction": "share of each category's op families held out of training (the evaluation tasks)",
+    "heldout_in_family": "variant tasks of each training family held out (held-out set a; 0: none)",
     "data_verify_device": "where 01_data verifies its examples: cpu (every core, no timing) | auto (a GPU if any)",
     # SFT
     "epochs": "passes over the SFT examples",
@@ -44,6 +45,9 @@ DESCRIPTIONS: dict[str, str] = {
     "save_total_limit": "keep at most N resumable SFT checkpoints",
     "logging_steps": "log loss and learning rate every N optimizer steps",
     "warmup_ratio": "share of SFT steps spent warming the learning rate up",
+    "eval_fraction": "share of the SFT examples held out, their loss logged beside the training loss",
+    "eval_steps": "log that held-out loss every N optimizer steps (0: ten times over the run)",
+    "time_budget_s": "stop SFT (saving the adapter) after this much training time (0: no limit)",
     "torch_compile": "compile the decoder layers (measure first: benchmarks/sft_throughput.py)",
     "fused_kernels": "Triton RMSNorm and SwiGLU kernels in training (CUDA)",
     # RL
@@ -65,6 +69,11 @@ DESCRIPTIONS: dict[str, str] = {
     "curriculum_end_p": "curriculum: the share of Level-2 tasks drawn once ramped up",
     "curriculum_trigger": "curriculum: the running Level-1 correct rate that starts the ramp",
     "curriculum_ramp_steps": "curriculum: steps from start_p to end_p once triggered",
+    "curriculum_frontier": "curriculum: within a level, draw tasks at the policy's frontier (success neither 0 nor 1)",
+    "redraw_rounds": "dynamic sampling: redraw groups that carry no signal this many times (0: keep them)",
+    "refine_turns": "multi-turn refinement: a failed candidate's verdict goes back for this many turns (0: off)",
+    "refine_discount": "a refined candidate's reward is discounted by this per turn",
+    "overlap_chunks": "generate in this many chunks, each verified while the next generates (1: no overlap)",
     # verifier
     "policy": "how much PyTorch a solution may keep: auto (strict on Level 1, fusion on Level 2+) | strict | fusion",
     "policy_extra_ops": "more PyTorch ops the fusion policy lets stay in PyTorch",
@@ -95,4 +104,8 @@ DESCRIPTIONS: dict[str, str] = {
     "eval_k": "samples per task (pass@k uses them)",
     "eval_temperature": "evaluation sampling temperature (0: greedy)",
     "eval_stages": "the models evaluated: base, sft, rl",
+    "heldout_sets": "eval_tasks=heldout: the sets evaluated: tasks (unseen tasks of trained families), families",
+    "bootstrap_resamples": "95% intervals of the rates: task resamples (0: no intervals)",
+    "baselines": "this machine's eager and torch.compile reference times (`tritonrl baselines`) that speedups are "
+                 "also measured against: auto (<outputs_dir>/baselines) | off | a folder | a file",
 }

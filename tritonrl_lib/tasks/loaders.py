@@ -61,8 +61,12 @@ def _external_task(source: str, *, level: int, name: str, where: str, origin: st
 
 
 def kernelbench_level_dirs(root: str | Path) -> dict[int, Path]:
-    """The `levelN/` folders of a KernelBench checkout: given the repo root or its KernelBench/ folder."""
+    """The `levelN/` folders of a KernelBench checkout: given the repo root or its KernelBench/ folder,
+    or one `levelN/` folder itself (that level only)."""
     root = Path(root)
+    own = _LEVEL_DIR.match(root.name)
+    if own and root.is_dir() and any(root.glob("*.py")):
+        return {int(own.group(1)): root}
     for base in (root / "KernelBench", root):
         if base.is_dir():
             found = {int(m.group(1)): p for p in base.iterdir()
@@ -182,7 +186,7 @@ def load_tasks(source: str, *, size: str = "small", levels: Iterable[int] | int 
     """Load tasks from `source`, the setting `data.task_source`.
 
     - "builtin": the project's suite, sized by `size` ("small" for the interpreter, "full" for a GPU);
-    - a KernelBench checkout (the repo root or its KernelBench/ folder);
+    - a KernelBench checkout (the repo root or its KernelBench/ folder), or one of its levelN/ folders;
     - a parquet / jsonl file or folder of them with columns code, level, name, problem_id;
     - a hub dataset name such as "ScalingIntelligence/KernelBench" (needs network access).
     External tasks keep their published sizes; `size` applies to the built-in suite only.
