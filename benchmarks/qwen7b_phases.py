@@ -115,7 +115,7 @@ def ensure_sft_checkpoint(ctx: Ctx, cfg) -> str:
 
 
 def rl_tasks(cfg, n: int):
-    from tritonrl_lib.train.rl_common import select_rl_tasks
+    from tritonrl_lib.train.rl_start import select_rl_tasks
 
     pool = select_rl_tasks(cfg)
     return [pool[i % len(pool)] for i in range(n)]
@@ -335,7 +335,7 @@ def _timed_grpo() -> tuple[dict[str, float], dict[str, str]]:
 
 def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     from tritonrl_lib import models
-    from tritonrl_lib.train import rl_common as rc
+    from tritonrl_lib.train import rl_log as rc
     from tritonrl_lib.train.best_of_n import reference_candidates
     from tritonrl_lib.train.grpo import train_grpo
 
@@ -388,7 +388,7 @@ def phase_generate_8bit(ctx: Ctx) -> dict:
 
 def phase_best_of_n(ctx: Ctx) -> dict:
     from tritonrl_lib import models
-    from tritonrl_lib.train import rl_common as rc
+    from tritonrl_lib.train import rl_log as rc
     from tritonrl_lib.train.best_of_n import reference_candidates, train_best_of_n
 
     cfg = ctx.config("best-of-n", method="best_of_n", rounds=1, tasks_per_round=ctx.args.bon_tasks,
