@@ -91,7 +91,9 @@ def _issue_18_sequence(run_dir, paths):
     evaluated = json.loads(paths.eval_file("rl").read_text())["fingerprint"]["model"]
     papermill_run("03_rl", n_samples=3)  # clears and retrains the RL adapter
     assert model_identity(str(paths.rl_checkpoint)) != evaluated
-    assert json.loads(paths.rl_log.read_text().splitlines()[0])["samples"] == 2 * 3
+    first = json.loads(paths.rl_log.read_text().splitlines()[0])
+    # n_samples=3 per group, 2 groups kept; groups without signal are drawn again (rl.redraw_rounds)
+    assert first["signal"]["groups"] == 2 and first["samples"] == 3 * first["signal"]["drawn"], first
 
     # the report notebook alone: the RL evaluation describes an adapter that no longer exists
     papermill_run("05_report")

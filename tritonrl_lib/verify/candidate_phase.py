@@ -45,6 +45,7 @@ from .variations import load_module_file
 
 MAX_HOLDS_TRACED = 60  # GPU lock holds sent with TRITONRL_TRACE
 TIMED_CHECKS = 3  # timed trials whose output is checked, chosen at random after they ran (and the last)
+TIMED_KEEP_BYTES = 2 << 30  # kept outputs of timed trials on the device: past this, only the last is checked
 UNSAFE_NO_GUARD = "TRITONRL_UNSAFE_NO_GUARD"  # tests of the sandbox's own limits only: the guard counts, refuses nothing
 REUSE_MAX_BYTES = 1 << 30  # input sets this small go into the previous set's tensors (same addresses)
 # namespaces whose callables the guard records (a replacement of any is a cheat flag)
@@ -358,11 +359,16 @@ class CandidatePhase:
             def keep(trial: int, output: Any) -> None:
                 timed.append((trial, current[0], output))
 
+            # every kept output stays on the device until timing ends: a task with 8 GiB outputs keeps one
+            out_bytes = sum(int(torch.Size(shape).numel()) * torch.empty((), dtype=dtype).element_size()
+                            for shape, dtype in (original.out_specs or []))
+            checks = TIMED_CHECKS if out_bytes * (TIMED_CHECKS + 1) <= TIMED_KEEP_BYTES else 0
+
             with self.child.gpu_lock.alone() if self.child.gpu_lock else contextlib.nullcontext():
                 self.child.mark("timing_lock")
                 settings = self.child.settings
                 times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in), int(settings.timing_warmup),
-                                  int(settings.timing_trials), clock=self.clock, on_output=keep, checked=TIMED_CHECKS,
+                                  int(settings.timing_trials), clock=self.clock, on_output=keep, checked=checks,
                                   before_cand=refill if len(names) > 1 else None)
             tampered += [x for x in self.guard.changed() + (self.state.changes() if self.state else [])
                          if x not in tampered]

@@ -85,7 +85,8 @@ class Budget:
             total = gpu_bytes or (80 * GIB)
             share = GPU_MEMORY_FRACTION * total / max(1, sharers)
             alone = GPU_MEMORY_FRACTION * total
-            need = HEADROOM * peak + CONTEXT_BYTES
+            # an input set is drawn beside the last one's inputs while it is made (range, offset, dtype)
+            need = HEADROOM * peak + fp.input_bytes + CONTEXT_BYTES
             exclusive = sharers > 1 and need > share
             room = alone if exclusive else share
             if 1.1 * peak + CONTEXT_BYTES > alone:
@@ -104,7 +105,9 @@ class Budget:
         factor = next((f for f in LARGER_FACTORS if HEADROOM * peak * f <= usable),
                       next((f for f in SMALLER_FACTORS if HEADROOM * peak * f <= usable), 0.5))
         biggest_out = fp.output_bytes * max(1.0, factor)
-        data = 2.5 * biggest_out if device == "cuda" else 3 * peak * max(1.0, factor)
+        # on a GPU the host holds outputs on their way to the worker, and both models' weights, which
+        # a task's __init__ makes on the host before they move (a 4 GiB nn.Linear, twice)
+        data = 2.5 * biggest_out + 2 * fp.param_bytes if device == "cuda" else 3 * peak * max(1.0, factor)
         # the configured limit holds a task's small data; a task whose data is large gets room for it
         memory_mb = mem_mb if data <= SMALL_DATA_BYTES else max(mem_mb, int(HOST_BASE_BYTES + data) >> 20)
         # every input set's inputs and outputs once through the reference phase: six full-size sets at most

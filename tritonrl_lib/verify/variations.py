@@ -41,6 +41,7 @@ RANGE_LOG2 = 3.0  # the range set's magnitudes: 2**u for u uniform in [-RANGE_LO
 # two for all elements scales exactly, so a kernel's rounding (TF32 matmuls included) is the same as on
 # the drawn values: a per-element spread that wide failed honest TF32 matmuls on cancellation.
 WIDE_SCALE_LOG2 = 6.0
+RANGE_CHUNK = 1 << 26  # elements the range set transforms at a time
 OFFSET = 2.0
 
 
@@ -232,12 +233,18 @@ def ranged(values: list[Any], seed: int, signs: bool = True, log2: float = RANGE
         if not t.is_floating_point() or t.numel() == 0:
             return t.clone()
         gen = gen_cpu if t.device.type == "cpu" else torch.Generator(device=t.device).manual_seed(seed)
-        u = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32)
-        factor = torch.exp2((u * 2.0 - 1.0) * log2 + scale_log2)
-        if signs:
-            flip = torch.rand(t.shape, generator=gen, device=t.device, dtype=torch.float32) < 0.5
-            factor = torch.where(flip, -factor, factor)
-        return (t.float() * factor).to(t.dtype)
+        out = torch.empty_like(t, memory_format=torch.contiguous_format).copy_(t)
+        # in chunks: the factors of an 8 GiB input would need several 8 GiB temporaries at once
+        for part in out.view(-1).split(RANGE_CHUNK):
+            u = torch.rand(part.shape, generator=gen, device=t.device, dtype=torch.float32)
+            factor = u.mul_(2.0).sub_(1.0).mul_(log2).add_(scale_log2).exp2_()
+            if signs:
+                flip = torch.rand(part.shape, generator=gen, device=t.device, dtype=torch.float32) < 0.5
+                factor[flip] *= -1.0
+                del flip
+            part.copy_(part.float().mul_(factor))
+            del u, factor
+        return out
 
     return map_tensors(values, one)
 
