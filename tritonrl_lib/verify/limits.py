@@ -86,7 +86,9 @@ class Budget:
             share = GPU_MEMORY_FRACTION * total / max(1, sharers)
             alone = GPU_MEMORY_FRACTION * total
             # an input set is drawn beside the last one's inputs while it is made (range, offset, dtype)
-            need = HEADROOM * peak + fp.input_bytes + CONTEXT_BYTES
+            # and timing holds the reference's and the candidate's inputs, a refill copy and outputs at once
+            timing = 3 * fp.input_bytes + 3 * fp.output_bytes + fp.param_bytes + fp.work_bytes
+            need = max(HEADROOM * peak + fp.input_bytes, timing) + CONTEXT_BYTES
             exclusive = sharers > 1 and need > share
             room = alone if exclusive else share
             if 1.1 * peak + CONTEXT_BYTES > alone:
