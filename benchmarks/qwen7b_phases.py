@@ -216,12 +216,12 @@ def _sft(ctx: Ctx, run: str, eight_bit: bool) -> dict:
     if not cfg.paths.sft_train.is_file():
         raise Skip("no SFT data: the data phase has not run")
     from tritonrl_lib.train.sft import train_sft
-    from tritonrl_lib.train.sft_log import read_sft_log
+    from tritonrl_lib.jsonio import read_jsonl
 
     gpu_reset()
     with models.explain_oom("sft", cfg):
         res = train_sft(cfg, force=True, max_steps=ctx.args.sft_steps)
-    log = read_sft_log(cfg.paths.sft_log)
+    log = read_jsonl(cfg.paths.sft_log)
     return {"tokens_per_s_steady": round(steady_sft_rate(log) or 0, 1) or None,
             "tokens_per_s_session": round(res.tokens_per_s or 0, 1), "steps": res.global_step,
             "tokens_per_step": round(log[-1]["num_tokens"] / max(1, log[-1]["step"])) if log else None,
