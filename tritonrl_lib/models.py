@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, ModelConfig, RunConfig
+from .jsonio import read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ def adapter_base(path: str | Path) -> str:
     """The base model spec an adapter folder was trained from."""
     marker = Path(path) / MARKER
     if marker.is_file():
-        return json.loads(marker.read_text())["base_model"]
+        return read_json(marker)["base_model"]
     cfg = json.loads((Path(path) / "adapter_config.json").read_text())
     base = cfg.get("base_model_name_or_path")
     if not base:
@@ -388,7 +389,7 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
         for f in tmp.iterdir():
             os.replace(f, path / f.name)
         marker = {"base_model": base_model, **(extra or {})}
-        (tmp / MARKER).write_text(json.dumps(marker, indent=2))
+        write_json(tmp / MARKER, marker)
         os.replace(tmp / MARKER, path / MARKER)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
