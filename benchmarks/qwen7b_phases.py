@@ -115,7 +115,7 @@ def ensure_sft_checkpoint(ctx: Ctx, cfg) -> str:
 
 
 def rl_tasks(cfg, n: int):
-    from tritonrl_lib.train.rl_common import select_rl_tasks
+    from tritonrl_lib.train.rl_start import select_rl_tasks
 
     pool = select_rl_tasks(cfg)
     return [pool[i % len(pool)] for i in range(n)]
@@ -335,7 +335,7 @@ def _timed_grpo() -> tuple[dict[str, float], dict[str, str]]:
 
 def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     from tritonrl_lib import models
-    from tritonrl_lib.train import rl_common as rc
+    from tritonrl_lib.train.rl_log import read_rl_log
     from tritonrl_lib.train.best_of_n import reference_candidates
     from tritonrl_lib.train.grpo import train_grpo
 
@@ -345,7 +345,7 @@ def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     gpu_reset()
     with models.explain_oom("grpo", cfg):
         res = train_grpo(cfg, force=True, extra_candidates=reference_candidates)
-    rec = rc.read_rl_log(cfg.paths)[-1]
+    rec = read_rl_log(cfg.paths)[-1]
     end = marks.get("step_end", marks.get("train_end"))
     if end is None or "train_begin" not in marks:
         raise RuntimeError(f"the step's callback events did not fire (saw {sorted(marks)}): cannot time the step")
@@ -388,7 +388,7 @@ def phase_generate_8bit(ctx: Ctx) -> dict:
 
 def phase_best_of_n(ctx: Ctx) -> dict:
     from tritonrl_lib import models
-    from tritonrl_lib.train import rl_common as rc
+    from tritonrl_lib.train.rl_log import read_rl_log
     from tritonrl_lib.train.best_of_n import reference_candidates, train_best_of_n
 
     cfg = ctx.config("best-of-n", method="best_of_n", rounds=1, tasks_per_round=ctx.args.bon_tasks,
@@ -397,7 +397,7 @@ def phase_best_of_n(ctx: Ctx) -> dict:
     gpu_reset()
     with models.explain_oom("best_of_n", cfg):
         res = train_best_of_n(cfg, force=True, extra_candidates=reference_candidates)
-    rec = rc.read_rl_log(cfg.paths)[-1]
+    rec = read_rl_log(cfg.paths)[-1]
     return {"start": start, "tasks": cfg.rl.tasks_per_round, "n_samples": cfg.rl.n_samples,
             "max_new_tokens": cfg.rl.max_new_tokens, "rollout_batch_size": cfg.rl.rollout_batch_size,
             "rollout": rec["rollout"], "verify": rec["verify"], "kept": rec.get("kept"), "train": rec.get("train"),
