@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from tritonrl_lib.jsonio import append_jsonl, read_json, read_jsonl, write_jsonl  # noqa: E402
+
 STAGES = ("data", "sft", "best_of_n", "grpo", "eval")
 EVAL_STAGES = ("sft", "rl_best_of_n", "rl_grpo")
 
@@ -61,7 +63,10 @@ class Session:
                                                              "run": "base"})
         self.base = self.base_cfg.paths
         self.log_path = self.root / "session_log.jsonl"
-        previous = [r for r in _read_jsonl(self.log_path) if "call" in r]
+        logged = read_jsonl(self.log_path)
+        if self.log_path.is_file():
+            write_jsonl(self.log_path, logged)  # drops a torn last line (a killed call) before this call appends
+        previous = [r for r in logged if "call" in r]
         self.call = max((r["call"] for r in previous), default=0) + 1
         self.t0 = time.perf_counter()
 
@@ -71,8 +76,7 @@ class Session:
     def record(self, stage: str, status: str, wall: float, **extra) -> None:
         rec = {"call": self.call, "stage": stage, "status": status, "wall_s": round(wall, 1),
                "at": time.strftime("%Y-%m-%dT%H:%M:%S"), **extra}
-        with self.log_path.open("a") as f:
-            f.write(json.dumps(rec, default=str) + "\n")
+        append_jsonl(self.log_path, rec)
 
     def method_cfg(self, method: str):
         from tritonrl_lib.config import load_config
@@ -113,9 +117,12 @@ class Session:
                             ignore=shutil.ignore_patterns("checkpoint-*"))
         res = train_rl(cfg, paths, echo=self.say)
         try:
-            from tritonrl_lib.train.rl_curves import plot_rl_curves
+            from tritonrl_lib import charts
+            from tritonrl_lib.train.rl_log import read_rl_log
 
-            plot_rl_curves(paths)
+            chart = charts.rl_chart(read_rl_log(paths))
+            if isinstance(chart, charts.Figure):
+                charts.save(chart, paths.chart("rl_curves"))
         except Exception as e:  # a chart is not worth failing the session over
             self.say(f"rl curves chart not drawn: {e}")
         return {"status": res.status, "rounds_or_steps": res.rounds_done}
@@ -189,24 +196,12 @@ class _LazyPool:
             self.pool = None
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return out
-
-
 # --------------------------------------------------------------------------- summary
 
 
 def trend(values: list[float | None]) -> float | None:
     """Least-squares slope per step of a series (None values left out; None when under 2 points)."""
-    from tritonrl_lib.train.rl_curves import linear_trend
+    from tritonrl_lib.charts import linear_trend
 
     fit = linear_trend(list(range(len(values))), values)
     return None if fit is None else fit[0]
@@ -224,13 +219,11 @@ def summarize(s: Session) -> dict:
     from rl_step import markdown, table
 
     from tritonrl_lib import models
-    from tritonrl_lib.train.json_io import read_json
     from tritonrl_lib.train.rl_log import read_rl_log
-    from tritonrl_lib.train.sft_log import read_sft_log
 
     md = [f"# Issue 17 session: {s.args.profile} profile", ""]
     out: dict = {"profile": s.args.profile, "overrides": s.overrides, "calls": s.call}
-    log = _read_jsonl(s.log_path)
+    log = read_jsonl(s.log_path)
     done = [r for r in log if r.get("status") == "done"]
     spent: dict[str, float] = {}
     for r in log:
@@ -241,7 +234,7 @@ def summarize(s: Session) -> dict:
         fin = next((r["call"] for r in done if r["stage"] == st), None)
         md.append(f"| {st} | {spent.get(st, 0.0):.1f} | {fin if fin is not None else '-'} |")
     md.append(f"| **total** | **{sum(spent.values()):.1f}** | |")
-    split = read_json(s.base.split) or {}
+    split = read_json(s.base.split, None) or {}
     counts = split.get("counts", {})
     gen = counts.get("generated", {})
     out["data"] = {"examples": counts.get("sft_examples"), "candidates": gen.get("candidates"),
@@ -249,8 +242,8 @@ def summarize(s: Session) -> dict:
                    "heldout_in_family": len(split.get("heldout_in_family_ids", [])),
                    "heldout_families": len(split.get("heldout_task_ids", []))}
     md += ["", "## Data", "", f"{out['data']}"]
-    marker = read_json(s.base.sft_checkpoint / models.MARKER) or {}
-    sft_log = read_sft_log(s.base.sft_log)
+    marker = read_json(s.base.sft_checkpoint / models.MARKER, None) or {}
+    sft_log = read_jsonl(s.base.sft_log)
     evals = [r for r in sft_log if r.get("eval_loss") is not None]
     train = [r for r in sft_log if r.get("loss") is not None]
     out["sft"] = {k: marker.get(k) for k in ("global_step", "planned_steps", "final_loss", "eval_loss", "train_loss",
@@ -273,7 +266,7 @@ def summarize(s: Session) -> dict:
     md += ["", "## Evaluation (correct % with 95% task-bootstrap interval)", "",
            "| stage | set | tasks | k | correct % | compiled % | valid % |", "|---|---|---:|---:|---|---|---|"]
     for stage in ("base", *EVAL_STAGES):
-        rec = read_json(s.root / "eval" / f"eval_{stage}.json")
+        rec = read_json(s.root / "eval" / f"eval_{stage}.json", None)
         if not rec:
             continue
         m = rec["metrics"]

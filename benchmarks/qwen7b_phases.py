@@ -216,12 +216,12 @@ def _sft(ctx: Ctx, run: str, eight_bit: bool) -> dict:
     if not cfg.paths.sft_train.is_file():
         raise Skip("no SFT data: the data phase has not run")
     from tritonrl_lib.train.sft import train_sft
-    from tritonrl_lib.train.sft_log import read_sft_log
+    from tritonrl_lib.jsonio import read_jsonl
 
     gpu_reset()
     with models.explain_oom("sft", cfg):
         res = train_sft(cfg, force=True, max_steps=ctx.args.sft_steps)
-    log = read_sft_log(cfg.paths.sft_log)
+    log = read_jsonl(cfg.paths.sft_log)
     return {"tokens_per_s_steady": round(steady_sft_rate(log) or 0, 1) or None,
             "tokens_per_s_session": round(res.tokens_per_s or 0, 1), "steps": res.global_step,
             "tokens_per_step": round(log[-1]["num_tokens"] / max(1, log[-1]["step"])) if log else None,
@@ -335,7 +335,7 @@ def _timed_grpo() -> tuple[dict[str, float], dict[str, str]]:
 
 def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     from tritonrl_lib import models
-    from tritonrl_lib.train import rl_log as rc
+    from tritonrl_lib.train.rl_log import read_rl_log
     from tritonrl_lib.train.best_of_n import reference_candidates
     from tritonrl_lib.train.grpo import train_grpo
 
@@ -345,7 +345,7 @@ def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     gpu_reset()
     with models.explain_oom("grpo", cfg):
         res = train_grpo(cfg, force=True, extra_candidates=reference_candidates)
-    rec = rc.read_rl_log(cfg.paths)[-1]
+    rec = read_rl_log(cfg.paths)[-1]
     end = marks.get("step_end", marks.get("train_end"))
     if end is None or "train_begin" not in marks:
         raise RuntimeError(f"the step's callback events did not fire (saw {sorted(marks)}): cannot time the step")
@@ -388,7 +388,7 @@ def phase_generate_8bit(ctx: Ctx) -> dict:
 
 def phase_best_of_n(ctx: Ctx) -> dict:
     from tritonrl_lib import models
-    from tritonrl_lib.train import rl_log as rc
+    from tritonrl_lib.train.rl_log import read_rl_log
     from tritonrl_lib.train.best_of_n import reference_candidates, train_best_of_n
 
     cfg = ctx.config("best-of-n", method="best_of_n", rounds=1, tasks_per_round=ctx.args.bon_tasks,
@@ -397,7 +397,7 @@ def phase_best_of_n(ctx: Ctx) -> dict:
     gpu_reset()
     with models.explain_oom("best_of_n", cfg):
         res = train_best_of_n(cfg, force=True, extra_candidates=reference_candidates)
-    rec = rc.read_rl_log(cfg.paths)[-1]
+    rec = read_rl_log(cfg.paths)[-1]
     return {"start": start, "tasks": cfg.rl.tasks_per_round, "n_samples": cfg.rl.n_samples,
             "max_new_tokens": cfg.rl.max_new_tokens, "rollout_batch_size": cfg.rl.rollout_batch_size,
             "rollout": rec["rollout"], "verify": rec["verify"], "kept": rec.get("kept"), "train": rec.get("train"),

@@ -39,9 +39,9 @@ import torch  # noqa: E402
 
 from tritonrl_lib import models  # noqa: E402
 from tritonrl_lib.config import RunPaths, load_config  # noqa: E402
+from tritonrl_lib.jsonio import read_jsonl  # noqa: E402
 from tritonrl_lib.train import packed_attention  # noqa: E402
 from tritonrl_lib.train.sft import SpeedOptions, build_trainer, completion_nll, train_sft  # noqa: E402
-from tritonrl_lib.train.sft_log import read_sft_log  # noqa: E402
 from tritonrl_lib.train.synthetic import builtin_sft_records, toy_sft_records, write_records  # noqa: E402
 
 SEVEN = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -205,7 +205,7 @@ def trainer_variant(cfg, v: Variant, steps: int, warmup: int, check_records) -> 
     if on_gpu:
         torch.cuda.reset_peak_memory_stats()
     result = train_sft(cfg, speed=copy.deepcopy(v.speed), force=True, max_steps=steps, echo=lambda s: None)
-    log = read_sft_log(cfg.paths.sft_log)
+    log = read_jsonl(cfg.paths.sft_log)
     if len(log) <= warmup + 1:
         raise RuntimeError(f"only {len(log)} logged steps; need more than warmup+1={warmup + 1} (more data?)")
     a, b = log[warmup], log[-1]

@@ -138,3 +138,34 @@ def test_embedded_model_loads_and_chats():
     out = model.generate(**ids, max_new_tokens=24, do_sample=False)
     text = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
     assert "def" in text  # a real instruction-tuned model answers with code, not noise
+
+
+def _oom(*args, **kwargs):
+    raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_out_of_memory_while_loading_names_quantisation_even_inside_a_stage(smoke, monkeypatch):
+    monkeypatch.setattr(models, "load_base_model", _oom)
+    with pytest.raises(models.GPUMemoryError, match="load ran out of GPU memory.*load_in_8bit") as e:
+        with models.explain_oom("sft", smoke):  # the innermost block says which setting: the weights'
+            models.load_policy(smoke)
+    assert "per_device_batch_size" not in str(e.value) and isinstance(e.value.__cause__, torch.cuda.OutOfMemoryError)
+
+
+def test_out_of_memory_in_rl_names_the_method_settings(smoke, monkeypatch):
+    from tritonrl_lib.train import rl
+
+    monkeypatch.setitem(rl.METHODS, "grpo", _oom)
+    cfg = load_config("smoke", overrides={"method": "grpo"})
+    with pytest.raises(models.GPUMemoryError, match=r"grpo ran out of GPU memory.*n_samples \(now \d+\)"):
+        rl.train_rl(cfg)
+
+
+def test_out_of_memory_while_sampling_for_eval_names_the_batch(smoke, monkeypatch):
+    from tritonrl_lib import evaluate
+    from tritonrl_lib.tasks import load_tasks
+
+    monkeypatch.setattr(evaluate, "generate_completions", _oom)
+    tasks = load_tasks("builtin", size="small")[:1]
+    with pytest.raises(models.GPUMemoryError, match=r"eval ran out of GPU memory.*rollout_batch_size \(now \d+\)"):
+        evaluate.sample_model(smoke, "tiny", tasks, evaluate.eval_sampling(smoke, 1), progress=False)

@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 from tritonrl_lib import models
 from tritonrl_lib.config import ConfigError
 from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.train.json_io import read_jsonl
+from tritonrl_lib.jsonio import read_jsonl
 from tritonrl_lib.train.rl_best import read_best
 from tritonrl_lib.train.rl_log import read_rl_log
 from tritonrl_lib.train.rl_start import RLStartError, select_rl_tasks

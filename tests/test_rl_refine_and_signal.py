@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from tritonrl_lib import charts
 from tritonrl_lib.curriculum import read_curriculum_log
+from tritonrl_lib.jsonio import read_jsonl
 from tritonrl_lib.models import load_tokenizer
 from tritonrl_lib.prompts import format_completion
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.train.best_of_n import train_best_of_n
-from tritonrl_lib.train.json_io import read_jsonl
 from tritonrl_lib.train.refine import discounted_reward, feedback_text, refinement_messages, refinement_prompt
-from tritonrl_lib.train.rl_curves import linear_trend, plot_rl_curves
 from tritonrl_lib.train.rl_log import read_rl_log, rl_table
 from tritonrl_lib.train.verify_batch import SHARED_NOTE, VerifyAhead, verify_unique
 from tritonrl_lib.verify.pool import VerifierPool
@@ -126,8 +126,12 @@ def test_groups_without_signal_are_redrawn_and_failures_are_refined(tmp_path, po
     assert t["step_s"] >= t["collect_s"] >= t["generate_s"]
     assert rec["verify"]["candidates"] == len(cands) and rec["verify"]["unique"] <= len(cands)
     assert "signal" in rl_table(cfg.paths) and f"{sig['with_signal']}/2" in rl_table(cfg.paths)
-    fig = plot_rl_curves(cfg.paths)  # notebook 03's figure: curves, curriculum, time split, signal
-    assert len(fig.axes) == 4 and cfg.paths.chart("rl_curves").is_file()
+    # notebook 03's and the report's figure: one round is not a curve; two rounds of these records are
+    assert "one best-of-N round" in charts.rl_chart([rec]).reason
+    fig = charts.rl_chart([rec, {**rec, "round": 1}])
+    time_split, signal = fig.axes[1:]  # beside the curves: where the time went, groups with signal
+    assert time_split.containers[2].patches[0].get_height() == pytest.approx(t["train_s"])
+    assert [p.get_height() for p in signal.containers[1].patches] == [sig["with_signal"]] * 2
     cur = read_curriculum_log(cfg.paths.curriculum_log)[0]
     assert cur["redrawn"] == sig["drawn"] - first and sum(n for n, _ in cur["task_results"].values()) == 2 * sig["drawn"]
 
@@ -148,8 +152,3 @@ def test_a_kept_refinement_trains_in_its_conversation(suite):
     assert rows[0]["prompt"][2]["content"] == "broken" and "mismatch:original" in rows[0]["prompt"][3]["content"]
     assert rows[0]["completion"] == [{"role": "assistant", "content": "A"}]
 
-
-def test_the_trend_of_a_learning_curve():
-    assert linear_trend([0, 1, 2, 3], [0.1, 0.2, 0.3, 0.4]) == pytest.approx((0.1, 0.1))
-    assert linear_trend([0, 1, 2], [0.5, None, 0.3])[0] == pytest.approx(-0.1)
-    assert linear_trend([0], [0.2]) is None and linear_trend([1, 1], [0.1, 0.2]) is None

@@ -9,12 +9,12 @@ import json
 import pytest
 import torch
 
-from tritonrl_lib import models
+from tritonrl_lib import charts, models
 from tritonrl_lib.config import load_config
+from tritonrl_lib.jsonio import read_jsonl
 from tritonrl_lib.train import packed_attention
 from tritonrl_lib.train.sft import (SFTDataError, SpeedOptions, build_trainer, completion_nll, fit_to_length,
                                     load_sft_dataset, main, train_sft)
-from tritonrl_lib.train.sft_log import plot_sft_log, read_sft_log
 from tritonrl_lib.train.synthetic import toy_sft_records, write_records
 from tritonrl_lib.train.trainer_checkpoints import checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint
 
@@ -172,7 +172,7 @@ def test_training_lowers_the_loss_logs_every_step_and_keeps_a_finished_run(make_
     assert models.checkpoint_complete(result.checkpoint)
     assert any(str(result.checkpoint) in line for line in lines)  # it says where the checkpoint is
 
-    log = read_sft_log(cfg.paths.sft_log)
+    log = read_jsonl(cfg.paths.sft_log)
     assert [r["step"] for r in log] == list(range(1, result.global_step + 1)) and result.global_step == 10
     for r in log:
         assert {"loss", "learning_rate", "grad_norm", "tokens_per_s", "epoch", "num_tokens"} <= set(r)
@@ -193,17 +193,30 @@ def test_training_lowers_the_loss_logs_every_step_and_keeps_a_finished_run(make_
     again = train_sft(cfg, echo=lines.append)
     assert again.status == "already_done" and again.checkpoint == result.checkpoint
     assert "already finished" in lines[-1] and str(result.checkpoint) in lines[-1]
-    assert read_sft_log(cfg.paths.sft_log) == log
+    assert read_jsonl(cfg.paths.sft_log) == log
 
     # a changed setting trains again, from scratch
     changed = copy.deepcopy(cfg)
     changed.sft.epochs = 2
     redo = train_sft(changed, echo=lines.append)
     assert redo.status == "trained" and redo.global_step == 2
-    assert [r["step"] for r in read_sft_log(cfg.paths.sft_log)] == [1, 2]
+    assert [r["step"] for r in read_jsonl(cfg.paths.sft_log)] == [1, 2]
 
-    fig = plot_sft_log(cfg.paths.sft_log, cfg.paths.chart("sft_loss"))
+    fig = charts.sft_loss_chart(read_jsonl(cfg.paths.sft_log))  # notebook 02's and the report's figure
+    charts.save(fig, cfg.paths.chart("sft_loss"))
     assert cfg.paths.chart("sft_loss").stat().st_size > 1000 and len(fig.axes) == 2
+
+
+def test_out_of_memory_in_training_names_the_setting_to_lower(make_cfg, monkeypatch):
+    from trl import SFTTrainer
+
+    def oom(*args, **kwargs):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(SFTTrainer, "training_step", oom)  # the first step runs out of memory
+    cfg = make_cfg(n=2)
+    with pytest.raises(models.GPUMemoryError, match=r"sft ran out of GPU memory.*per_device_batch_size \(now \d+\)"):
+        train_sft(cfg, echo=lambda s: None)
 
 
 def test_missing_or_broken_data_names_the_data_stage(make_cfg, capsys):

@@ -8,10 +8,11 @@ import json
 import pytest
 import torch
 
-from tritonrl_lib import models
+from tritonrl_lib import charts, models
 from tritonrl_lib.config import load_config
+from tritonrl_lib.jsonio import read_jsonl
 from tritonrl_lib.train.sft import load_sft_datasets, train_sft
-from tritonrl_lib.train.sft_log import plot_sft_log, read_sft_log, spent_before
+from tritonrl_lib.train.sft_log import spent_before
 from tritonrl_lib.train.synthetic import toy_sft_records, write_records
 
 
@@ -47,7 +48,7 @@ def test_the_heldout_slice_is_disjoint_seeded_and_optional(run_dir):
 def test_heldout_loss_is_logged_beside_the_training_loss(run_dir):
     cfg = make_cfg(run_dir, 8, epochs=4, eval_fraction=0.25, eval_steps=2, learning_rate=1e-2, save_steps=100)
     res = train_sft(cfg, echo=lambda s: None)
-    log = read_sft_log(cfg.paths.sft_log)
+    log = read_jsonl(cfg.paths.sft_log)
     train_rows = [r for r in log if r.get("loss") is not None]
     evals = [r for r in log if r.get("kind") == "eval"]
     assert len(train_rows) == res.global_step and len(evals) >= res.global_step // 2
@@ -55,7 +56,7 @@ def test_heldout_loss_is_logged_beside_the_training_loss(run_dir):
     assert [r["step"] for r in evals] == sorted(r["step"] for r in evals)
     marker = json.loads((res.checkpoint / models.MARKER).read_text())
     assert marker["eval_loss"] == pytest.approx(evals[-1]["eval_loss"]) and not marker["stopped_by_time_budget"]
-    fig = plot_sft_log(cfg.paths.sft_log)
+    fig = charts.sft_loss_chart(log)
     assert "held-out slice" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
 
@@ -67,4 +68,4 @@ def test_a_time_budget_stops_training_and_keeps_the_adapter(run_dir):
     assert models.checkpoint_complete(res.checkpoint) and marker["stopped_by_time_budget"]
     assert res.global_step == 1 < marker["planned_steps"]  # the first step already spent the budget
     # a later session counts what the earlier ones spent
-    assert spent_before(cfg.paths.sft_log, 2) == pytest.approx(read_sft_log(cfg.paths.sft_log)[-1]["elapsed_s"])
+    assert spent_before(cfg.paths.sft_log, 2) == pytest.approx(read_jsonl(cfg.paths.sft_log)[-1]["elapsed_s"])

@@ -10,7 +10,7 @@ import pytest
 
 from tritonrl_lib import models
 from tritonrl_lib.config import load_config
-from tritonrl_lib.train.sft_log import read_sft_log
+from tritonrl_lib.jsonio import read_jsonl
 from tritonrl_lib.train.synthetic import toy_sft_records, write_records
 
 pytestmark = pytest.mark.timeout(400)
@@ -46,7 +46,7 @@ def test_notebook_trains_plots_and_says_where_the_checkpoint_is(run_dir, tmp_pat
                                            "max_samples": 4, "per_device_batch_size": 2})
     ckpt = cfg.paths.sft_checkpoint
     assert models.checkpoint_complete(ckpt)
-    assert [r["step"] for r in read_sft_log(cfg.paths.sft_log)] == [1, 2, 3, 4]
+    assert [r["step"] for r in read_jsonl(cfg.paths.sft_log)] == [1, 2, 3, 4]
     assert cfg.paths.chart("sft_loss").stat().st_size > 1000
     text = json.dumps(json.loads(out.read_text())["cells"])
     assert f"SFT adapter: {ckpt}" in text and "image/png" in text

@@ -16,8 +16,8 @@ import torch
 
 from tritonrl_lib import models
 from tritonrl_lib.config import load_config
+from tritonrl_lib.jsonio import read_jsonl
 from tritonrl_lib.train.sft import train_sft
-from tritonrl_lib.train.sft_log import read_sft_log
 from tritonrl_lib.train.synthetic import toy_sft_records, write_records
 from tritonrl_lib.train.trainer_checkpoints import checkpoint_is_complete, latest_complete_checkpoint
 
@@ -84,7 +84,7 @@ def test_sigkill_mid_run_resumes_from_the_last_complete_checkpoint(run_dir):
     marker = json.loads((ckpt / models.MARKER).read_text())
     assert marker["global_step"] == 16 and marker["base_model"] == tiny_dir
 
-    log = read_sft_log(killed.paths.sft_log)
+    log = read_jsonl(killed.paths.sft_log)
     assert [r["step"] for r in log] == list(range(1, 17))  # every step once, none repeated
     assert {r["session"] for r in log if r["step"] <= k} == {1}
     assert {r["session"] for r in log if r["step"] > k} == {2}  # global_step continued from k
@@ -92,7 +92,7 @@ def test_sigkill_mid_run_resumes_from_the_last_complete_checkpoint(run_dir):
     # 3. it ends where an uninterrupted run ends (optimizer, scheduler, RNG and data order restored)
     result = train_sft(whole, echo=lambda s: None)
     assert result.global_step == 16
-    whole_log = read_sft_log(whole.paths.sft_log)
+    whole_log = read_jsonl(whole.paths.sft_log)
     for a, b in zip(log, whole_log):
         assert a["loss"] == pytest.approx(b["loss"], abs=1e-5) and a["learning_rate"] == pytest.approx(b["learning_rate"])
     from safetensors.torch import load_file
@@ -109,7 +109,7 @@ def test_sigkill_mid_run_resumes_from_the_last_complete_checkpoint(run_dir):
     # 5. and the same command once more does not retrain
     third = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert third.returncode == 0 and "SFT already finished" in third.stdout and str(ckpt) in third.stdout
-    assert read_sft_log(killed.paths.sft_log) == log
+    assert read_jsonl(killed.paths.sft_log) == log
 
 
 @pytest.mark.skipif(shutil.which("torchrun") is None and not os.path.exists(os.path.join(os.path.dirname(sys.executable), "torchrun")),
@@ -129,6 +129,6 @@ def test_two_process_ddp_run_on_cpu(run_dir):
     summaries = [line for line in proc.stdout.splitlines() if line.startswith("SFT trained:")]
     assert len(summaries) == 1 and "world_size=2" in summaries[0] and "tokens/s=" in summaries[0]
     # 8 examples, 2 per process, 2 processes: 2 optimizer steps, each logged once
-    assert [r["step"] for r in read_sft_log(cfg.paths.sft_log)] == [1, 2]
+    assert [r["step"] for r in read_jsonl(cfg.paths.sft_log)] == [1, 2]
     assert models.checkpoint_complete(cfg.paths.sft_checkpoint)
     assert json.loads((cfg.paths.sft_checkpoint / models.MARKER).read_text())["world_size"] == 2

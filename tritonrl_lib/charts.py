@@ -203,15 +203,22 @@ def failure_chart(records: Mapping[str, Mapping[str, Any]], top: int = 8,
 
 
 def sft_loss_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
-    """SFT training loss and learning rate against the optimizer step; a dotted line where a
-    resumed session began."""
+    """SFT training loss and learning rate against the optimizer step (train/sft_log.py's records);
+    the held-out slice's loss beside the training loss when it was logged (rising while training
+    falls is over-fitting); a dotted line where a resumed session began."""
     pts = [(r["step"], r["loss"]) for r in rows if r.get("loss") is not None and r.get("step") is not None]
     missing = _points(len(pts), "no SFT loss logged yet", "SFT logged its loss at one step only")
     if missing:
         return missing
     fig = Figure(figsize=(10, 3.4))
     ax, ax_lr = fig.subplots(1, 2)
-    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None, lw=1.5)
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None, lw=1.5,
+            label="training")
+    evals = [(r["step"], r["eval_loss"]) for r in rows if r.get("eval_loss") is not None and r.get("step") is not None]
+    if evals:
+        ax.plot([s for s, _ in evals], [v for _, v in evals], marker="s", lw=1.5, color="tab:red",
+                label="held-out slice")
+        ax.legend(fontsize=8)
     first: dict[int, int] = {}
     for r in rows:
         if r.get("step") is not None:
@@ -236,8 +243,25 @@ def sft_loss_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
     return fig
 
 
+def linear_trend(xs: Sequence[float], ys: Sequence[float | None]) -> tuple[float, float] | None:
+    """(slope, intercept) of the least-squares line through the points with a value; None under two."""
+    pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+    if len(pts) < 2:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    den = sum((x - mx) ** 2 for x, _ in pts)
+    if den == 0:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in pts) / den
+    return slope, my - slope * mx
+
+
 def rl_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
-    """Mean reward and correct rate (overall and per level) per RL round or step."""
+    """The RL log (train/rl_log.py's records), one point per round or step: mean reward and
+    correct rate (overall, its trend, per level); where the time of each went (generation,
+    verification not hidden behind it, the update) when timed; how many groups carried a learning
+    signal when logged. One panel each."""
     rows = [r for r in rows if r.get("mean_reward") is not None or r.get("correct_rate") is not None]
     key = "round" if rows and "round" in rows[0] else "step"
     missing = _points(len(rows), "no RL round or step logged yet",
@@ -245,13 +269,22 @@ def rl_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
     if missing:
         return missing
     xs = [r.get(key) for r in rows]
-    fig = Figure(figsize=(6.5, 3.4))
-    ax = fig.subplots()
+    timed = any(r.get("timing") for r in rows)
+    signal = any(r.get("signal") for r in rows)
+    fig = Figure(figsize=(6.5 + 5.0 * (timed + signal), 3.6))
+    axes = list(fig.subplots(1, 1 + timed + signal, squeeze=False)[0])
+    ax = axes.pop(0)
     marker = "o" if len(rows) < 30 else None
     ax.plot(xs, [r.get("mean_reward") for r in rows], marker=marker, label="mean reward", color="black")
-    ax.plot(xs, [r.get("correct_rate") for r in rows], marker=marker, label="correct rate", color="tab:red")
+    rates = [r.get("correct_rate") for r in rows]
+    ax.plot(xs, rates, marker=marker, label="correct rate", color="tab:red")
+    fit = linear_trend(xs, rates)
+    if fit is not None:
+        slope, icept = fit
+        ax.plot([xs[0], xs[-1]], [icept + slope * xs[0], icept + slope * xs[-1]], color="grey", ls="-.",
+                label=f"correct-rate trend ({slope:+.3f} per {key})")
     levels = sorted({lvl for r in rows for lvl in (r.get("by_level") or {})}, key=str)
-    for lvl, style in zip(levels, (":", "--", "-.")):
+    for lvl, style in zip(levels, (":", "--", (0, (1, 3)))):
         ys = [(r.get("by_level") or {}).get(lvl, {}).get("correct_rate") for r in rows]
         ax.plot(xs, ys, ls=style, marker=marker, label=f"correct rate, Level {lvl}")
     ax.set_ylim(-0.02, 1.02)
@@ -261,8 +294,47 @@ def rl_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
     ax.set_title(f"RL ({method}) on its training samples")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    if timed:
+        _rl_time_panel(axes.pop(0), rows, xs, key)
+    if signal:
+        _rl_signal_panel(axes.pop(0), rows, xs, key)
     fig.tight_layout()
     return fig
+
+
+def _rl_time_panel(ax, rows: Sequence[Mapping[str, Any]], xs: list, key: str) -> None:
+    """Stacked seconds per round or step: the policy writing, verification it waited for, the
+    update; the verifier's busy time (mostly overlapped with writing) as crosses."""
+    timing = [r.get("timing") or {} for r in rows]
+    parts = {"generate": [float(t.get("generate_s", 0.0)) + float(t.get("refine_generate_s", 0.0)) for t in timing],
+             "verify (waited)": [float(t.get("verify_wait_s", 0.0)) for t in timing],
+             "train": [float(t.get("train_s", 0.0)) for t in timing]}
+    bottom = [0.0] * len(xs)
+    for name, values in parts.items():
+        ax.bar(xs, values, bottom=bottom, label=name)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.plot(xs, [float(t.get("verify_s", 0.0)) for t in timing], color="black", marker="x", ls="",
+            label="verifier busy (overlapped)")
+    ax.set_xlabel(key)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_ylabel("seconds")
+    ax.set_title(f"Where each {key}'s time went")
+    ax.legend(fontsize=8)
+
+
+def _rl_signal_panel(ax, rows: Sequence[Mapping[str, Any]], xs: list, key: str) -> None:
+    """Groups per round or step, those with a learning signal after redraws, and on the first draw."""
+    sig = [r.get("signal") or {} for r in rows]
+    ax.bar(xs, [s.get("groups", 0) for s in sig], color="lightgrey", label="groups")
+    ax.bar(xs, [s.get("with_signal", 0) for s in sig], color="tab:green", label="with signal (after redraws)")
+    ax.plot(xs, [s.get("first_draw_with_signal", 0) for s in sig], color="black", marker="o", ls="",
+            label="with signal (first draw)")
+    ax.set_xlabel(key)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    rule = next((s["rule"] for s in sig if s.get("rule")), "")
+    ax.set_title("Groups carrying a learning signal" + (f"\n({rule})" if rule else ""), fontsize=10)
+    ax.legend(fontsize=8)
 
 
 def curriculum_chart(rows: Sequence[Mapping[str, Any]], trigger: float | None = None) -> Chart:

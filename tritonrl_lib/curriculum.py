@@ -41,14 +41,13 @@ step `s` draws exactly what the uninterrupted run drew, with no RNG state to sav
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 from .config import RLConfig
-from .jsonio import read_jsonl
+from .jsonio import append_jsonl, read_jsonl, write_jsonl
 
 T = TypeVar("T")
 
@@ -330,9 +329,7 @@ class Curriculum:
         self._drawn = None
         self._redrawn = 0
         if self.log_path is not None:
-            self.log_path.parent.mkdir(parents=True, exist_ok=True)
-            with self.log_path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record.to_dict()) + "\n")
+            append_jsonl(self.log_path, record.to_dict())
         return record
 
     # -- resuming ---------------------------------------------------------------------
@@ -344,20 +341,14 @@ class Curriculum:
 
         Records at or after `upto_step` (a step that was logged but whose round did not finish)
         are cut from the log, so the re-run step is logged once. A torn last line (a kill while
-        appending) is dropped the same way.
+        appending; jsonio's policy) is dropped the same way: the log is rewritten with what is kept.
         """
         cur = cls(settings, seed, log_path)
         if log_path is None or not Path(log_path).is_file():
             return cur
         path = Path(log_path)
         kept: list[dict[str, Any]] = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                break
+        for rec in read_jsonl(path):
             if upto_step is not None and rec["step"] >= upto_step:
                 break
             if rec["step"] != len(kept):
@@ -369,11 +360,7 @@ class Curriculum:
             last = kept[-1]
             cur.state = CurriculumState(step=last["step"] + 1, running_l1_rate=last["running_l1_rate"],
                                         triggered_at=last["triggered_at"])
-        text = "".join(json.dumps(r) + "\n" for r in kept)
-        if text != path.read_text(encoding="utf-8"):
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(path)
+        write_jsonl(path, kept)  # the next step is appended after a whole last line
         return cur
 
 

@@ -422,12 +422,13 @@ class _LazyPool:
 def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: EvalSampling, *,
                  adapter: Path | None = None, progress: bool = True) -> tuple[list[list[Any]], dict[str, Any]]:
     """Load a policy (frozen), write `sampling.k` completions per task, free the model again."""
-    from .models import load_policy
+    from .models import explain_oom, load_policy
 
     t0 = time.perf_counter()
     model, tok = load_policy(cfg, adapter=adapter, trainable=False, spec=None if adapter else spec)
     try:
-        completions, stats = generate_completions(model, tok, tasks, sampling, progress=progress)
+        with explain_oom("eval", cfg):  # out of GPU memory: which setting to lower
+            completions, stats = generate_completions(model, tok, tasks, sampling, progress=progress)
     finally:
         _free(model)
     return completions, {**stats, "wall_s": round(time.perf_counter() - t0, 2)}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ConfigError, ModelConfig, RunConfig
+from .jsonio import read_json, write_json
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ def adapter_base(path: str | Path) -> str:
     """The base model spec an adapter folder was trained from."""
     marker = Path(path) / MARKER
     if marker.is_file():
-        return json.loads(marker.read_text())["base_model"]
+        return read_json(marker)["base_model"]
     cfg = json.loads((Path(path) / "adapter_config.json").read_text())
     base = cfg.get("base_model_name_or_path")
     if not base:
@@ -347,15 +348,18 @@ def load_policy(cfg: RunConfig, adapter: str | Path | None = None, trainable: bo
             raise ModelLoadError(f"no adapter at {adapter} (adapter_config.json missing); "
                                  "train that stage first or pass another --model")
         base_spec = adapter_base(adapter)
-        model = load_base_model(mc, cfg.device, cfg.seed, spec=base_spec)
-        model = PeftModel.from_pretrained(model, str(adapter), is_trainable=trainable)
+        with explain_oom("load", cfg):  # the weights alone do not fit
+            model = load_base_model(mc, cfg.device, cfg.seed, spec=base_spec)
+            model = PeftModel.from_pretrained(model, str(adapter), is_trainable=trainable)
         tok_src = adapter if (adapter / "tokenizer_config.json").is_file() else base_spec
         tok = load_tokenizer(str(tok_src), cfg.seed)
     else:
-        model = load_base_model(mc, cfg.device, cfg.seed, spec=spec)
+        with explain_oom("load", cfg):
+            model = load_base_model(mc, cfg.device, cfg.seed, spec=spec)
         tok = load_tokenizer(spec, cfg.seed)
         if trainable:
-            model = attach_lora(model, mc)
+            with explain_oom("load", cfg):
+                model = attach_lora(model, mc)
     if model.config.pad_token_id is None:
         model.config.pad_token_id = tok.pad_token_id
     if getattr(model, "generation_config", None) is not None:
@@ -385,7 +389,7 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
         for f in tmp.iterdir():
             os.replace(f, path / f.name)
         marker = {"base_model": base_model, **(extra or {})}
-        (tmp / MARKER).write_text(json.dumps(marker, indent=2))
+        write_json(tmp / MARKER, marker)
         os.replace(tmp / MARKER, path / MARKER)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -502,10 +506,11 @@ def out_of_memory_message(stage: str, cfg: RunConfig | None = None, exc: BaseExc
 
 @contextlib.contextmanager
 def explain_oom(stage: str, cfg: RunConfig | None = None):
-    """Re-raise running out of GPU memory inside the block as GPUMemoryError naming the setting to change."""
+    """Re-raise running out of GPU memory inside the block as GPUMemoryError naming the setting to change.
+    Nested blocks: the innermost names the setting (an outer one passes its GPUMemoryError on)."""
     try:
         yield
     except Exception as exc:
-        if not is_out_of_memory(exc):
+        if isinstance(exc, GPUMemoryError) or not is_out_of_memory(exc):
             raise
         raise GPUMemoryError(out_of_memory_message(stage, cfg, exc)) from exc

@@ -43,11 +43,11 @@ from typing import Any, Callable, Sequence
 from .. import models
 from ..config import RunConfig, RunPaths
 from ..curriculum import Curriculum, CurriculumSettings
+from ..jsonio import read_json, read_jsonl, write_json, write_jsonl
 from ..prompts import build_messages, format_completion
 from ..rollout import Rollout, SamplingConfig
 from ..tasks.task import Task
 from ..verify.verdict import Verdict
-from .json_io import read_json, read_jsonl, write_json, write_jsonl
 from .refine import history_messages
 from .rl_best import maybe_record_best
 from .rl_groups import StepContext, collect_step, curriculum_results
@@ -175,7 +175,7 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
                 train_s = time.perf_counter() - t_train
             else:
                 root = paths.rl_checkpoint
-                write_json(root / models.MARKER, {**(read_json(root / models.MARKER) or {}), "scored": True})
+                write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "scored": True})
             record["timing"] = step_timing(info["timing"], train_s, time.perf_counter() - t_round,
                                            reused=info.get("reused", False))
             append_rl_log(paths, record)
@@ -207,7 +207,7 @@ def _round_candidates(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tu
     (a resumed run), otherwise drawn, sampled, verified (rl_groups.collect_step) and written to
     the round's folder."""
     files = run.paths.rl_round(r)
-    meta = read_json(files.meta)
+    meta = read_json(files.meta, None)
     if meta and meta.get("verified"):
         # open the curriculum's step as the first run did: the same draw, the same redraw count
         drawn = ctx.curriculum.sample_tasks(ctx.by_level, run.cfg.rl.tasks_per_round, rng=ctx.curriculum.rng(r))

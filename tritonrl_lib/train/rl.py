@@ -12,6 +12,7 @@ the verifier pool, and record the best policy (rl_best.py) and one log line per 
 from __future__ import annotations
 
 from ..config import ConfigError, RunConfig, RunPaths
+from ..models import explain_oom
 from .best_of_n import train_best_of_n
 from .grpo import train_grpo
 from .rl_run import RLResult
@@ -24,4 +25,5 @@ def train_rl(cfg: RunConfig, paths: RunPaths | None = None, **kwargs) -> RLResul
     trainer = METHODS.get(cfg.rl.method)
     if trainer is None:
         raise ConfigError(f"rl.method={cfg.rl.method!r}: expected {' or '.join(METHODS)}")
-    return trainer(cfg, paths, **kwargs)
+    with explain_oom(cfg.rl.method, cfg):  # out of GPU memory: which setting to lower
+        return trainer(cfg, paths, **kwargs)

@@ -9,11 +9,11 @@ from typing import Any
 
 from .. import models
 from ..config import RunPaths
-from .json_io import read_json, write_json
+from ..jsonio import read_json, write_json
 
 
 def read_best(paths: RunPaths) -> dict[str, Any] | None:
-    return read_json(paths.rl_best)
+    return read_json(paths.rl_best, None)
 
 
 def maybe_record_best(paths: RunPaths, model, tokenizer, base_model: str, *, method: str, where: dict[str, Any],

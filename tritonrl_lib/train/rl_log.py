@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..config import RunPaths
-from .json_io import append_jsonl, read_jsonl, write_jsonl
+from ..jsonio import append_jsonl, read_jsonl, write_jsonl
 
 
 def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any]) -> dict[str, Any]:

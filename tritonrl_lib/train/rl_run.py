@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .. import models
 from ..config import RunConfig, RunPaths
+from ..jsonio import read_json, write_json
 from ..tasks.task import Task
-from .json_io import read_json, write_json
 from .rl_best import read_best
 from .rl_log import read_rl_log
 from .rl_start import pool_by_level, select_rl_tasks, start_adapter
@@ -76,7 +76,7 @@ class RLRun:
     def finished_adapter(self) -> dict[str, Any] | None:
         """The marker of the adapter in checkpoints/rl when one is complete (None otherwise)."""
         root = self.paths.rl_checkpoint
-        return read_json(root / models.MARKER) if models.checkpoint_complete(root) else None
+        return read_json(root / models.MARKER, None) if models.checkpoint_complete(root) else None
 
     def result(self, status: str, rounds_done: int, history: list[dict[str, Any]] | None = None) -> RLResult:
         """What the trainer returns; `history` defaults to the whole RL log (a run found finished)."""
@@ -165,7 +165,7 @@ def prepare_state(paths: RunPaths, method: str, fp: dict[str, Any], force: bool,
     """True when the folder holds this very run (resume); otherwise it is cleared and a fresh state
     written."""
     root = paths.rl_checkpoint
-    state = read_json(paths.rl_state)
+    state = read_json(paths.rl_state, None)
     if state and state.get("fingerprint") == fp and not force:
         return True
     if state or (root.is_dir() and any(root.iterdir())):

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
-import json
 import os
 import shutil
 import sys
@@ -42,9 +40,10 @@ from transformers import TrainerCallback
 
 from .. import models
 from ..config import ConfigError, RunConfig, RunPaths, load_config
+from ..jsonio import DamagedFile, read_json, read_jsonl, write_json
+from ..run_state import file_sha256
 from . import packed_attention
-from .sft_log import (JsonlLogCallback, TimeBudget, last_eval_loss, last_session, read_sft_log, spent_before,
-                      trim_sft_log)
+from .sft_log import JsonlLogCallback, TimeBudget, last_eval_loss, last_session, spent_before, trim_sft_log
 from .trainer_checkpoints import (checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint,
                                   trainer_checkpoints)
 
@@ -129,17 +128,15 @@ def load_sft_datasets(paths: RunPaths, max_samples: int, seed: int, eval_fractio
     if not path.is_file():
         raise SFTDataError(f"no SFT examples at {path}: run the data stage first "
                            "(notebooks/01_data.ipynb, or `tritonrl run --only 01_data` with the same profile and run)")
+    try:
+        records = read_jsonl(path)
+    except DamagedFile as e:
+        raise SFTDataError(f"{e} (01_data writes it)") from None
     rows = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SFTDataError(f"{path}:{i} is not valid JSON ({e}); re-run 01_data") from None
+    for i, rec in enumerate(records, 1):
         problem = _record_problem(rec)
         if problem:
-            raise SFTDataError(f"{path}:{i}: {problem}; re-run 01_data")
+            raise SFTDataError(f"{path}, record {i}: {problem}; re-run 01_data")
         rows.append({"prompt": rec["prompt"], "completion": rec["completion"]})
     if not rows:
         raise SFTDataError(f"{path} holds no examples: re-run 01_data")
@@ -189,32 +186,17 @@ def fit_to_length(dataset, tokenizer, max_len: int) -> tuple[Any, dict[str, int]
     return (dataset.select(keep) if stats["dropped"] else dataset), stats
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def fingerprint(cfg: RunConfig, data_file: Path, world_size: int, max_steps: int | None = None) -> dict[str, Any]:
     """What the trained adapter depends on; a checkpoint is reused or resumed only when this matches."""
     sft = {k: v for k, v in dataclasses.asdict(cfg.sft).items() if k not in _NOT_IN_FINGERPRINT}
     return {"model": dataclasses.asdict(cfg.model), "sft": sft, "seed": cfg.seed,
-            "data_sha256": _sha256(data_file), "world_size": world_size, "max_steps": max_steps}
+            "data_sha256": file_sha256(data_file), "world_size": world_size, "max_steps": max_steps}
 
 
 def _same_result(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
     """Fingerprints that train the same adapter; the process count matters only to resuming mid-run."""
     strip = lambda d: {k: v for k, v in d.items() if k != "world_size"}  # noqa: E731
     return a is not None and strip(a) == strip(b)
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
 
 
 # --------------------------------------------------------------------------- processes
@@ -475,7 +457,7 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
     fp = fingerprint(cfg, paths.sft_train, procs.world_size, max_steps)
 
     # 1. finished already? (with any number of processes: a 2-GPU adapter serves a 1-GPU notebook)
-    marker = _read_json(out / models.MARKER) if models.checkpoint_complete(out) else None
+    marker = read_json(out / models.MARKER, None) if models.checkpoint_complete(out) else None
     if marker and _same_result(marker.get("fingerprint"), fp) and not force:
         say(f"SFT already finished: checkpoint at {out} (step {marker.get('global_step')}); "
             "nothing to retrain (force=True trains again)")
@@ -487,7 +469,7 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
                          plan=marker.get("plan", ""))
 
     # 2. resume or start afresh
-    state = _read_json(paths.sft_run_state)
+    state = read_json(paths.sft_run_state, None)
     resume = latest_complete_checkpoint(out) if (state and state.get("fingerprint") == fp and not force) else None
     resume_step = checkpoint_step(resume) if resume else 0
     if procs.is_main:
@@ -498,10 +480,10 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
                 shutil.rmtree(folder, ignore_errors=True)  # half-written, or from a different run
         trim_sft_log(paths.sft_log, resume_step)
         session = last_session(paths.sft_log) + 1 if resume else 1
-        _write_json(paths.sft_run_state, {"fingerprint": fp, "session": session,
-                                      "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
+        write_json(paths.sft_run_state, {"fingerprint": fp, "session": session,
+                                         "started": time.strftime("%Y-%m-%dT%H:%M:%S")})
     procs.wait()
-    session = (_read_json(paths.sft_run_state) or {}).get("session", 1)
+    session = (read_json(paths.sft_run_state, None) or {}).get("session", 1)
     say(f"SFT: {len(dataset)} examples from {paths.sft_train} -> {out}")
     if resume:
         say(f"SFT: resuming from {resume} (step {resume_step})")
@@ -533,10 +515,11 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
     say(f"SFT: {plan}")
 
     # 4. train
-    result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    with models.explain_oom("sft", cfg):
+        result = trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     metrics = dict(result.metrics or {})
     records = logger.records if logger else []
-    final_loss = next((r["loss"] for r in reversed(read_sft_log(paths.sft_log)) if r.get("loss") is not None), None)
+    final_loss = next((r["loss"] for r in reversed(read_jsonl(paths.sft_log)) if r.get("loss") is not None), None)
     tokens_per_s = None
     if records and records[-1]["elapsed_s"] > 0:
         tokens_per_s = records[-1]["num_tokens"] / records[-1]["elapsed_s"]
@@ -562,12 +545,6 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
         torch.cuda.empty_cache()
     say(out_result.summary())
     return out_result
-
-
-def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
 
 
 # --------------------------------------------------------------------------- command line

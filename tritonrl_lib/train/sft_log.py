@@ -1,4 +1,5 @@
-"""The SFT training log: one JSON object per logging step in `paths.sft_log`, read by the report.
+"""The SFT training log: one JSON object per logging step in `paths.sft_log` (read with
+jsonio.read_jsonl; charts.sft_loss_chart draws it for notebook 02 and the report).
 
 A record: `step`, `epoch`, `loss`, `learning_rate`, `grad_norm`, `tokens_per_s` (real tokens, no
 padding, summed over all GPUs, since the previous record), `num_tokens` (this session's running
@@ -15,48 +16,25 @@ resumes from (they are logged again), so every step appears once.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 from transformers import TrainerCallback
 
+from ..jsonio import append_jsonl, read_jsonl, write_jsonl
+
 _KEEP = ("loss", "learning_rate", "grad_norm", "entropy", "mean_token_accuracy")
-
-
-def read_sft_log(path: str | Path) -> list[dict[str, Any]]:
-    """The records of an SFT log (a torn last line from a killed run is skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
 
 
 def trim_sft_log(path: str | Path, keep_upto_step: int) -> int:
     """Keep only the records with step <= keep_upto_step (0 empties the log); returns how many remain."""
-    path = Path(path)
-    rows = [r for r in read_sft_log(path) if r.get("step", 0) <= keep_upto_step]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    tmp.replace(path)
-    return len(rows)
+    return write_jsonl(path, [r for r in read_jsonl(path) if r.get("step", 0) <= keep_upto_step])
 
 
 def last_session(path: str | Path) -> int:
-    return max((r.get("session", 0) for r in read_sft_log(path)), default=0)
+    return max((r.get("session", 0) for r in read_jsonl(path)), default=0)
 
 
 class JsonlLogCallback(TrainerCallback):
@@ -76,10 +54,10 @@ class JsonlLogCallback(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         logs = logs or {}
         if "eval_loss" in logs and state.is_world_process_zero:
-            self._append({"step": state.global_step, "epoch": round(float(state.epoch or 0.0), 4),
-                          "eval_loss": float(logs["eval_loss"]), "kind": "eval",
-                          "elapsed_s": round(time.perf_counter() - (self.t_begin or time.perf_counter()), 3),
-                          "session": self.session})
+            append_jsonl(self.path, {"step": state.global_step, "epoch": round(float(state.epoch or 0.0), 4),
+                                     "eval_loss": float(logs["eval_loss"]), "kind": "eval",
+                                     "elapsed_s": round(time.perf_counter() - (self.t_begin or time.perf_counter()), 3),
+                                     "session": self.session})
             return
         if "loss" not in logs or not state.is_world_process_zero:
             return  # the end-of-training summary is not a step record
@@ -97,19 +75,13 @@ class JsonlLogCallback(TrainerCallback):
         rec["session"] = self.session
         self._last_time, self._last_tokens = now, tokens
         self.records.append(rec)
-        self._append(rec)
-
-    def _append(self, rec: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
+        append_jsonl(self.path, rec)
 
 
 def spent_before(path: str | Path, session: int) -> float:
     """Training seconds the sessions before `session` spent (the last `elapsed_s` each logged)."""
     spent: dict[int, float] = {}
-    for r in read_sft_log(path):
+    for r in read_jsonl(path):
         s = r.get("session", 1)
         if s < session:
             spent[s] = max(spent.get(s, 0.0), float(r.get("elapsed_s") or 0.0))
@@ -117,7 +89,7 @@ def spent_before(path: str | Path, session: int) -> float:
 
 
 def last_eval_loss(path: str | Path) -> float | None:
-    evals = [r["eval_loss"] for r in read_sft_log(path) if r.get("eval_loss") is not None]
+    evals = [r["eval_loss"] for r in read_jsonl(path) if r.get("eval_loss") is not None]
     return evals[-1] if evals else None
 
 
@@ -138,45 +110,3 @@ class TimeBudget(TrainerCallback):
             self.stopped = True
             control.should_training_stop = True
             control.should_save = True
-
-
-def plot_sft_log(path: str | Path, out: str | Path | None = None, title: str = "SFT"):
-    """Loss and learning rate against the step, from an SFT log; saved to `out` when given.
-    Returns the matplotlib Figure."""
-    import matplotlib.pyplot as plt  # headless: matplotlib picks Agg by itself
-
-    rows = [r for r in read_sft_log(path) if r.get("loss") is not None]
-    if not rows:
-        raise ValueError(f"no loss records in {path}: has 02_sft trained yet?")
-    steps = [r["step"] for r in rows]
-    fig, (ax_loss, ax_lr) = plt.subplots(1, 2, figsize=(10, 3.5))
-    ax_loss.plot(steps, [r["loss"] for r in rows], marker="o" if len(rows) < 30 else None, lw=1.5,
-                 label="training")
-    evals = [r for r in read_sft_log(path) if r.get("eval_loss") is not None]
-    if evals:  # the held-out slice: rising while training falls is over-fitting
-        ax_loss.plot([r["step"] for r in evals], [r["eval_loss"] for r in evals], marker="s", lw=1.5,
-                     color="tab:red", label="held-out slice")
-        ax_loss.legend(fontsize=8)
-    ax_loss.set_xlabel("step")
-    ax_loss.set_ylabel("training loss (completion tokens)")
-    ax_loss.set_title(f"{title}: loss")
-    ax_loss.grid(alpha=0.3)
-    lrs = [(r["step"], r["learning_rate"]) for r in rows if r.get("learning_rate") is not None]
-    if lrs:
-        ax_lr.plot([s for s, _ in lrs], [v for _, v in lrs], color="tab:orange", lw=1.5)
-    ax_lr.set_xlabel("step")
-    ax_lr.set_ylabel("learning rate")
-    ax_lr.set_title(f"{title}: learning rate")
-    ax_lr.grid(alpha=0.3)
-    first_step: dict[int, int] = {}
-    for r in rows:
-        first_step.setdefault(r.get("session", 1), r["step"])
-    for session, step in first_step.items():
-        if session > 1:
-            ax_loss.axvline(step, color="grey", ls=":", lw=1)  # where a resumed session began
-    fig.tight_layout()
-    if out is not None:
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=120)
-    return fig

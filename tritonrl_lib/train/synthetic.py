@@ -9,11 +9,11 @@ measurements. Neither is training data for a real run; 01_data makes that.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from pathlib import Path
 from typing import Any
 
+from ..jsonio import write_jsonl
 from ..prompts import SYSTEM_PROMPT, format_completion, user_message
 from ..tasks.task import Task
 
@@ -156,8 +156,6 @@ def builtin_sft_records(n: int, tokenizer, seed: int = 0, min_tokens: int = 256,
 
 
 def write_records(path: str | Path, records: list[dict[str, Any]]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return path
+    write_jsonl(path, records)
+    return Path(path)
 
