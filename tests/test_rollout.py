@@ -174,11 +174,14 @@ def test_finished_rows_compact_without_changing_the_rest(cfg):
     go on produce exactly what they produce alone."""
     model, tok = memorised(cfg)
     short = chat(tok, MEMO_PROMPT)  # stops at the fence after ~15 tokens
-    other = chat(tok, "tell me a long story about kernels and grids")
+    # a raw prompt, outside the chat format the model memorised: it runs to max_new_tokens (a chat
+    # prompt of any text now gets the memorised fenced answer and stops with the short one)
+    other = "Once upon a time, in a grid of kernels,"
     r = Rollout(model, tok, engine="lean")
     s = SamplingConfig(n_samples=6, max_new_tokens=40, batch_size=12, **{**GREEDY, "stop_at_fence": True})
     res = r.generate([short, other], s)
     assert all(c.finish_reason == "fence" for c in res.completions[0])
+    assert all(c.finish_reason == "length" for c in res.completions[1])
     assert res.stats.compactions >= 1
     alone = r.generate([other], SamplingConfig(n_samples=1, max_new_tokens=40, **{**GREEDY, "stop_at_fence": True}))
     assert all(c.token_ids == alone.completions[0][0].token_ids for c in res.completions[1])

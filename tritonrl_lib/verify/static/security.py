@@ -283,7 +283,7 @@ def _check_kernel_bodies(an: ModuleFacts) -> None:
             q = an.canonical(node.func) or ""
             root = q.split(".")[0]
             if root in ("numpy", "torch"):
-                reason = "host_compute" if root == "numpy" else "pytorch_compute"
+                reason = R.HOST_COMPUTE if root == "numpy" else R.PYTORCH_COMPUTE
                 an.add(R.static(reason), node, f"`{q}(...)` in `{fn.name}`, called from a Triton kernel: a "
                        "kernel computes with triton.language only", f"{reason}:{q}")
 
