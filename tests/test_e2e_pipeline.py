@@ -106,7 +106,8 @@ def _issue_18_sequence(run_dir, paths):
     again = run_pipeline("smoke", run="e2e", overrides={"outputs_dir": str(run_dir)}, log=lines.append, live=False)
     assert [s.status for s in again.steps] == ["skipped", "skipped", "ran", "ran", "ran"], lines
     assert "checkpoints/rl" in again.steps[2].why and "changed after it finished" in again.steps[2].why
-    assert json.loads(paths.rl_log.read_text().splitlines()[0])["samples"] == 2 * 2  # n_samples 2 again
+    first = json.loads(paths.rl_log.read_text().splitlines()[0])
+    assert first["samples"] == 2 * first["signal"]["drawn"], first  # n_samples 2 again (redrawn groups too)
     record = json.loads(paths.eval_file("rl").read_text())
     assert record["fingerprint"]["model"] == model_identity(str(paths.rl_checkpoint))
     page = paths.report_html.read_text()

@@ -400,7 +400,7 @@ class Judge:
                 scale_atol = rtol * self._magnitude(name, i)
                 if scale_atol > atol:
                     atol = scale_atol
-                    entry["atol_scaled"] = round(atol, 6)
+                    entry["atol_from_scale"] = round(atol, 6)
             widen = name.startswith("dtype:")
             r = compare(rm, rb, cm if isinstance(cm, dict) else {}, cb, atol, rtol, widen_ok=widen)
             if not r["ok"] and r.get("reason") == R.MISMATCH and ref.get("alt"):
