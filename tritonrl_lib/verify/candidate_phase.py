@@ -34,7 +34,7 @@ from . import runtime_checks, shared_blobs
 from .child_context import CANDIDATE_MODULE, Child, classify, excerpt
 from .compile_errors import interpreter_only
 from .compiler_copy import compiler_available
-from .encoding import release_blanks
+from .encoding import release_blanks, spec_bytes
 from .input_sets import InputSet, ModelSpec, Plan
 from .launch_compiler import SM, LaunchCompiler
 from .process_state import ProcessState
@@ -360,8 +360,7 @@ class CandidatePhase:
                 timed.append((trial, current[0], output))
 
             # every kept output stays on the device until timing ends: a task with 8 GiB outputs keeps one
-            out_bytes = sum(int(torch.Size(shape).numel()) * torch.empty((), dtype=dtype).element_size()
-                            for shape, dtype in (original.out_specs or []))
+            out_bytes = sum(spec_bytes(shape, dtype) for shape, dtype in (original.out_specs or []))
             checks = TIMED_CHECKS if out_bytes * (TIMED_CHECKS + 1) <= TIMED_KEEP_BYTES else 0
 
             with self.child.gpu_lock.alone() if self.child.gpu_lock else contextlib.nullcontext():

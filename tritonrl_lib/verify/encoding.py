@@ -60,12 +60,17 @@ def encode_outputs(outs: list[Any], seal: bool = False, blanks: dict[int, list[s
     return metas, blobs
 
 
+def spec_bytes(shape: tuple[int, ...] | list[int], dtype: torch.dtype) -> int:
+    """Bytes of a tensor of this shape and dtype (an output spec, before the tensor exists)."""
+    return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+
+
 def blanks_for(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> dict[int, list[shared_blobs.BlankBlob]]:
     """Memfds, with their pages populated, for the outputs these specs describe that will travel
     as memfds: made before the GPU section that fills them (release_blanks frees those not used)."""
     out: dict[int, list[shared_blobs.BlankBlob]] = {}
     for shape, dtype in specs:
-        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        nbytes = spec_bytes(shape, dtype)
         if nbytes >= shared_blobs.SHARE_MIN_BYTES:
             try:
                 blank = shared_blobs.BlankBlob(nbytes)

@@ -436,11 +436,7 @@ class Judge:
             return False
         if len(ra["metas"]) != len(rb["metas"]):
             return True
-        for ma, ba, mb, bb in zip(ra["metas"], ra["blobs"], rb["metas"], rb["blobs"]):
-            if ma.get("kind") != "tensor" or mb.get("kind") != "tensor":
-                if ma != mb:
-                    return True
-                continue
+        for ma, ba, mb, bb in zip(ra["metas"], ra["blobs"], rb["metas"], rb["blobs"]):  # all tensors (_ref)
             atol, rtol = self._tolerance(ma["dtype"])
             if not compare(ma, ba, mb, bb, atol, rtol)["ok"]:
                 return True

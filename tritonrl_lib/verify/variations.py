@@ -236,14 +236,17 @@ def ranged(values: list[Any], seed: int, signs: bool = True, log2: float = RANGE
         out = torch.empty_like(t, memory_format=torch.contiguous_format).copy_(t)
         # in chunks: the factors of an 8 GiB input would need several 8 GiB temporaries at once
         for part in out.view(-1).split(RANGE_CHUNK):
-            u = torch.rand(part.shape, generator=gen, device=t.device, dtype=torch.float32)
-            factor = u.mul_(2.0).sub_(1.0).mul_(log2).add_(scale_log2).exp2_()
+            if log2:
+                u = torch.rand(part.shape, generator=gen, device=t.device, dtype=torch.float32)
+                factor = u.mul_(2.0).sub_(1.0).mul_(log2).add_(scale_log2).exp2_()
+            else:  # one power of two for every element: nothing to draw
+                factor = torch.full(part.shape, 2.0 ** scale_log2, device=t.device, dtype=torch.float32)
             if signs:
                 flip = torch.rand(part.shape, generator=gen, device=t.device, dtype=torch.float32) < 0.5
                 factor[flip] *= -1.0
                 del flip
             part.copy_(part.float().mul_(factor))
-            del u, factor
+            del factor
         return out
 
     return map_tensors(values, one)
