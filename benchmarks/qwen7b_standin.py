@@ -82,6 +82,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--budget-s", type=float, default=520, help="start no phase that would end past this (seconds)")
     p.add_argument("--phases", default="", help="comma-separated subset of: " + ", ".join(PHASES))
     p.add_argument("--retry-failed", action="store_true")
+    p.add_argument("--resume", default="", metavar="RESULTS_JSON",
+                   help="an earlier call's results.json (from --out): its finished phases are kept, so a fresh "
+                        "machine goes on where the last one stopped (the stand-in is built again there)")
     p.add_argument("--quick", action="store_true", help="tiny shapes and the tiny Qwen2 stand-in: the CPU check")
     p.add_argument("--rl-tasks", type=int, default=16)
     p.add_argument("--rl-samples", type=int, default=10)
@@ -272,11 +275,57 @@ def watch(proc: subprocess.Popen, deadline: float) -> float | None:
     return peak
 
 
+def _model_present(ctx: Ctx) -> bool:
+    from tritonrl_lib import standin
+
+    return standin.is_complete(ctx.model)
+
+
+def _sft_data_present(ctx: Ctx) -> bool:
+    return ctx.config("sft-bf16").paths.sft_train.is_file()
+
+
+# phases whose products later phases read from the work folder (lost with a fresh machine)
+ARTIFACTS = {"build": _model_present, "data": _sft_data_present}
+
+
+def resume_from(ctx: Ctx, path: str) -> list[str]:
+    """Write an earlier call's phase records (its results.json) into this work folder where this one has
+    none; the names of those written."""
+    earlier = json.loads(Path(path).read_text()).get("phases") or {}
+    ctx.results.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, record in earlier.items():
+        target = ctx.results / f"{name}.json"
+        if name in PHASES and isinstance(record, dict) and not target.is_file():
+            target.write_text(json.dumps(record, indent=1, default=str))
+            written.append(name)
+    return written
+
+
 def drive(ctx: Ctx) -> int:
     a = ctx.args
     t_start = time.perf_counter()
     wanted = [p for p in PHASES if not a.phases or p in a.phases.split(",")]
     ctx.logs.mkdir(parents=True, exist_ok=True)
+    if a.resume:
+        if Path(a.resume).is_file():
+            print(f"resumed from {a.resume}: {', '.join(resume_from(ctx, a.resume)) or 'nothing new'}", flush=True)
+        else:
+            print(f"--resume {a.resume}: no such file; starting afresh", flush=True)
+    results = read_results(ctx)
+    pending = [p for p in wanted if p not in ARTIFACTS and p != "env" and not (
+        p in results and (results[p]["status"] == "ok" or (results[p]["status"] == "failed" and not a.retry_failed)))]
+    for name, present in ARTIFACTS.items():
+        # a fresh machine: what an earlier call's phase made (the stand-in, the SFT data) is gone, and
+        # the phases left need it: that phase runs again (its first record is kept beside)
+        if pending and results.get(name, {}).get("status") == "ok" and not present(ctx):
+            (ctx.results / f"{name}_first.json").write_text(json.dumps(results[name], indent=1, default=str))
+            (ctx.results / f"{name}.json").unlink()
+            if name not in wanted:
+                wanted.insert(PHASES.index(name) if name == "build" else 1, name)
+            wanted.sort(key=PHASES.index)
+            print(f"[{name}] what it made is not on this machine: it runs again", flush=True)
     stopped = []
     for name in wanted:
         done = read_results(ctx).get(name)
