@@ -371,3 +371,24 @@ def test_an_engine_that_computes_something_else_is_refused_in_half_precision(scr
     monkeypatch.setattr(lean_check, "FP32_ARBITER_MAX_PARAMS", 10)  # too large for a float32 copy: refused
     ok, why = lean_check.lean_agrees(lean, model, ids)
     assert not ok and "too large" in why
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graphs_survive_a_larger_cache_and_sampling_goes_on(scrambled):
+    """Growing the KV cache drops the captured graphs; the next capture must open a pool of its own
+    (reusing the freed pool's handle tripped the allocator's assert on a 7B stand-in, and the failed
+    capture then broke every later random draw)."""
+    import copy
+
+    model, _tok, _prompts = scrambled
+    lean = LeanDecoder(copy.deepcopy(model).to("cuda"), use_graphs=True)
+    lean.ensure_cache(2, 128)
+    first = lean.decode(2, 128).clone()
+    assert lean.use_graphs and lean.graphs_captured == 1
+    lean.ensure_cache(8, 256)  # a larger batch: graphs and their pool go
+    lean.decode(8, 256)
+    again = lean.decode(2, 128)
+    assert lean.use_graphs and lean.graphs_captured == 3
+    assert torch.allclose(first, again, atol=1e-3, rtol=1e-3)
+    torch.multinomial(torch.softmax(again, -1), 1)  # the generator is not left capturing

@@ -215,7 +215,7 @@ class LeanDecoder:
         if rows <= self.rows and length <= self.length:
             return
         rows, length = max(rows, self.rows), max(length, self.length)
-        self.graphs.clear()  # their buffers are about to go
+        self.drop_graphs()  # their buffers are about to go
         self.k_cache = self.v_cache = []
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
@@ -340,19 +340,26 @@ class LeanDecoder:
         except Exception as exc:  # capture can fail on exotic setups: keep going, eagerly
             log.warning("rollout: CUDA graph capture failed (%s); decoding without graphs", exc)
             self.use_graphs = False
-            self.graphs.clear()
+            self.drop_graphs()
+            _settle_generators(self.device)
             return None
         self.graphs[(b, L)] = (graph, out)
         self.graphs_captured += 1
         return self.graphs[(b, L)]
 
+    def drop_graphs(self) -> None:
+        """Forget every captured graph and their memory pool with them: once the last graph of a pool
+        is gone the allocator frees the pool, and a capture into its old handle trips an internal
+        assert (PyTorch's allocator: `use_count > 0`); the next capture opens a pool of its own."""
+        self.graphs.clear()
+        self._pool = None
+
     def release(self) -> None:
         import torch
 
-        self.graphs.clear()
+        self.drop_graphs()
         self.k_cache, self.v_cache = [], []
         self.rows = self.length = 0
-        self._pool = None
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
 
@@ -414,3 +421,20 @@ def own_logits(model, token_ids: Sequence[int], split: int):
 
 def rel_error(a, b) -> float:
     return ((a - b).norm() / (b.norm() + 1e-9)).item()
+
+
+def _settle_generators(device) -> None:
+    """After a capture that failed part-way, the CUDA generator can stay registered as capturing
+    (every later random draw then fails: "Offset increment outside graph capture"); a trivial capture
+    that completes runs its prologue and epilogue and leaves it as before. Best effort."""
+    import torch
+
+    try:
+        torch.cuda.synchronize(device)
+        graph = torch.cuda.CUDAGraph()
+        scratch = torch.zeros(1, device=device)
+        with torch.cuda.graph(graph, pool=torch.cuda.graph_pool_handle()):
+            scratch.add_(1)
+        del graph, scratch
+    except Exception as exc:  # noqa: BLE001 - nothing more to do; sampling will say if it is broken
+        log.warning("rollout: could not settle the CUDA generator after the failed capture (%s)", exc)
