@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -51,7 +52,18 @@ def verdict_record(part: str, key: str, mode: str, task: Any, variant: str, v: A
             "phases": {k: x for k, x in v.phases.items() if not k.startswith(("@", "%", "|"))},  # not the trace
             "speedup": v.speedup, "ref_ms": v.ref_time_ms, "cand_ms": v.kernel_time_ms, "review": v.review,
             "notes": v.notes[:12], "cause": error_cause(v.error or ""), "error": (v.error or "")[-1500:],
-            "t": round(time.time(), 1)}
+            "t": round(time.time(), 1), **_trace(v.phases)}
+
+
+def _trace(phases: dict[str, Any]) -> dict[str, Any]:
+    """With TRITONRL_TRACE set: the verifier's trace marks, as seconds since the job started (where
+    a verdict's time went, set by set)."""
+    if not os.environ.get("TRITONRL_TRACE"):
+        return {}
+    t0 = phases.get("@job")
+    marks = {k[1:]: round(x - t0, 3) for k, x in phases.items()
+             if k.startswith("@") and k != "@job" and isinstance(x, (int, float)) and t0 is not None}
+    return {"trace": marks} if marks else {}
 
 
 def log_chunk(folder: Path, part: str, mode: str, n: int, wall_s: float, device: str) -> None:

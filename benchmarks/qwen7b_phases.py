@@ -111,7 +111,7 @@ def ensure_sft_checkpoint(ctx: Ctx, cfg) -> str:
         model, tok = models.load_policy(cfg, trainable=True)
         models.save_checkpoint(model, tok, dest, base_model=cfg.model.model, extra={"stage": "sft", "untrained": True})
         del model
-    return "an untrained LoRA (sft_bf16 did not finish)"
+    return "an untrained LoRA (no sft_bf16 adapter on this machine: that phase ran in an earlier call or failed)"
 
 
 def rl_tasks(cfg, n: int):
@@ -351,11 +351,16 @@ def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
         raise RuntimeError(f"the step's callback events did not fire (saw {sorted(marks)}): cannot time the step")
     step = end - marks["train_begin"]  # generation happens inside the step, before its forward passes
     gen, ver = rec["rollout"]["seconds"], rec["verify"]["seconds"]
+    timing = rec.get("timing") or {}
+    # verification overlaps generation (rl_groups.py): the step is not generate + verify + train;
+    # train_s is the log's own figure, verify_wait_s the verification not hidden behind generation
+    train = timing.get("train_s")
     ran = rec.get("injected", 0) + rec.get("ran_in_workers", 0)
     tokens = rec["rollout"]["tokens"]
     return {"start": start, "tasks": cfg.rl.tasks_per_round, "n_samples": cfg.rl.n_samples,
             "max_new_tokens": cfg.rl.max_new_tokens, "step_s": round(step, 2), "generate_s": gen, "verify_s": ver,
-            "train_s": round(step - gen - ver, 2), "rollout_engine": rec["rollout"]["engine"],
+            "train_s": round(train, 2) if train is not None else None,
+            "verify_wait_s": timing.get("verify_wait_s"), "rollout_engine": rec["rollout"]["engine"],
             "rollout_tokens": tokens, "rollout_tokens_per_s": rec["rollout"]["tokens_per_s"],
             "verified": rec["verify"]["candidates"], "ran_in_workers": ran,
             "verify_per_min_of_those_run": round(60 * ran / ver, 1) if ver > 0 and ran else None,

@@ -159,6 +159,14 @@ def safe_cost(ctx: Ctx, results: dict[str, dict]) -> dict | None:
         return {"error": f"could not compute: {type(e).__name__}: {e}"}
 
 
+def _grpo_line(x: dict, peak: str) -> str:
+    """A GRPO step's split: verification overlaps generation, so the parts need not add up."""
+    wait = x.get("verify_wait_s")
+    return (f"step {x['step_s']} s: generate {x['generate_s']}, verifier busy {x['verify_s']}"
+            + (f" ({wait} not hidden behind generation)" if wait is not None else " (partly behind generation)")
+            + (f", train {x['train_s']}" if x.get("train_s") is not None and x["train_s"] >= 0 else "") + peak)
+
+
 def summarise(ctx: Ctx, results: dict[str, dict]) -> str:
     lines = [f"# qwen7b on a random-weight stand-in ({ctx.source.hub_id or ctx.source.name}): RANDOM WEIGHTS, "
              "measurement only", ""]
@@ -188,8 +196,8 @@ def summarise(ctx: Ctx, results: dict[str, dict]) -> str:
                                 f"{x['lean']['peak_gpu_allocated_gb']} GB), lean one batch "
                                 f"{x['lean_one_batch']['tokens_per_s']} tok/s, generate {x['generate']['tokens_per_s']}"
                                 f" tok/s; {x['lean_note']}"),
-            "grpo": lambda: f"step {x['step_s']} s = generate {x['generate_s']} + verify {x['verify_s']} + train {x['train_s']}{peak}",
-            "grpo_profile": lambda: f"step {x['step_s']} s = generate {x['generate_s']} + verify {x['verify_s']} + train {x['train_s']}{peak}",
+            "grpo": lambda: _grpo_line(x, peak),
+            "grpo_profile": lambda: _grpo_line(x, peak),
             "generate_8bit": lambda: f"{x['tokens_per_s']} tok/s ({x['engine']}){peak}",
             "best_of_n": lambda: f"rollout {x['rollout']['seconds']} s, verify {x['verify']['seconds']} s, kept {x['kept']}{peak}",
             "eval": lambda: f"{x['generation'].get('tokens_per_s')} tok/s, record labelled: {x['labelled']}{peak}",

@@ -105,6 +105,10 @@ def test_full_report_has_every_section(cfg):
     # cost: per notebook and a total with GPU-hours = 900 s x 1 GPU
     timing = parse_table(page, "timings")
     assert timing[-1]["notebook"] == "total" and float(timing[-1]["GPU-hours"]) == pytest.approx(0.25)
+    # and the source's setup at 7B: the stand-in benchmark's GPU-hours on one GPU and on eight
+    scale = parse_table(page, "scale_cost")
+    assert {r["GPUs"] for r in scale} == {"1", "8"} and all(float(r["source GPU-hours"]) == 64 for r in scale)
+    assert "random-weight stand-in" in page
     # failure reasons, best policy, headline
     assert any(r["reason"] == "no_code" for r in parse_table(page, "failures"))
     assert "round-001, mean reward 0.500" in page
@@ -163,6 +167,25 @@ def test_empty_run_still_renders(cfg):
     page = report.html_path.read_text()
     assert "No results yet" in page and report.charts == {}
     assert parse_table(page, "metrics") == []
+
+
+def test_scale_cost_reads_the_stand_in_benchmark_and_skips_what_is_not_there(tmp_path):
+    from tritonrl_lib.report import scale_cost_table
+
+    results = {"phases": {}, "cost": {"rows": [
+        {"case": "bf16", "gpus": 1, "sft_s": 3600, "rl_s": 7200, "eval_s": 360, "wall_hours": 3.1, "gpu_hours": 3.1,
+         "source_gpu_hours": 64.0},
+        {"case": "bf16", "gpus": 8, "sft_s": 450, "rl_s": 7000, "eval_s": 300, "wall_hours": 2.15, "gpu_hours": 17.2,
+         "source_gpu_hours": 64.0}]}}
+    f = tmp_path / "results.json"
+    f.write_text(json.dumps(results))
+    rows = scale_cost_table(f)
+    assert [(r["gpus"], r["sft_h"], r["rl_h"], r["gpu_hours"]) for r in rows] == [(1, 1.0, 2.0, 3.1), (8, 0.12, 1.94, 17.2)]
+    assert scale_cost_table(tmp_path / "absent.json") == []
+    f.write_text(json.dumps({"phases": {}, "cost": {"error": "could not compute"}}))
+    assert scale_cost_table(f) == []
+    f.write_text("{not json")
+    assert scale_cost_table(f) == []
 
 
 def test_gpu_hours_scale_with_gpu_count():

@@ -18,6 +18,7 @@ with where each number was published. They are context, not a like-for-like comp
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,29 @@ def timings_table(timings: Mapping[str, Mapping[str, Any]]) -> list[dict[str, An
                      "device": "", "gpus": max(r["gpus"] for r in rows),
                      "gpu_hours": round(sum(r["gpu_hours"] for r in rows), 4), "finished": ""})
     return rows
+
+
+# the source's setup at its real size: GPU-hours from rates measured on a 7B stand-in (issue 19)
+SCALE_COST_FILE = Path(__file__).resolve().parent.parent / "docs" / "benchmarks" / "qwen7b_standin_h100.json"
+
+
+def scale_cost_table(path: Path = SCALE_COST_FILE) -> list[dict[str, Any]]:
+    """The `qwen7b` run's GPU-hours on one GPU and on eight, beside the source's own figure, from
+    benchmarks/qwen7b_standin.py's results (rates measured on a random-weight stand-in); empty where
+    the file is absent (an installed package without the project's docs) or holds no cost."""
+    try:
+        rows = (json.loads(path.read_text()).get("cost") or {}).get("rows") or []
+    except (OSError, ValueError):
+        return []
+    out = []
+    for r in rows:
+        if not isinstance(r, Mapping) or "gpu_hours" not in r:
+            continue
+        out.append({"case": r.get("case", ""), "gpus": r.get("gpus"),
+                    "sft_h": round(float(r.get("sft_s") or 0) / 3600, 2), "rl_h": round(float(r.get("rl_s") or 0) / 3600, 2),
+                    "eval_h": round(float(r.get("eval_s") or 0) / 3600, 2), "wall_h": r.get("wall_hours"),
+                    "gpu_hours": r.get("gpu_hours"), "source_gpu_hours": r.get("source_gpu_hours")})
+    return out
 
 
 def _task_set(rec: Mapping[str, Any]) -> str:
@@ -325,6 +349,7 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         "failures": failure_table(data.records),
         "evaluation": eval_details_table(data.records),
         "timings": timings_table(data.timings),
+        "scale_cost": scale_cost_table(),
         "settings": settings_table(cfg),
     }
     description, demo = run_description(cfg, data.records)

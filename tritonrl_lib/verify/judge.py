@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 MAX_FLAGS_LISTED = 8
 HOST_ELEMENTS = 64  # tensor values forward may read into Python, or build from Python data, per call
 MAX_ATOL_GROWTH = 1000.0
-MAX_MARKS = 60  # trace points kept per candidate (TRITONRL_TRACE)
+MAX_MARKS = 100  # trace points kept per candidate (TRITONRL_TRACE)
 
 
 class Judge:

@@ -205,8 +205,10 @@ class ReferencePhase:
         if self.keep_inputs and s.inputs is None:
             s.keep(inputs)
             inputs = s.draw(self.device)  # the reference may change its inputs: it gets a copy
+        self.child.mark(f"drawn:{s.name}")
         outs = self.run_ref(plan.models[s.model_key].ref, inputs)
         finite = self.finite(outs)
+        self.child.mark(f"ran:{s.name}")
         wrong_dtype = alt_dtype is not None and not all(
             o.dtype == alt_dtype for o in outs if isinstance(o, torch.Tensor) and o.is_floating_point())
         if (require_finite and not finite) or wrong_dtype:
@@ -219,6 +221,7 @@ class ReferencePhase:
                if alt_dtype is not None or half_outs else None)
         if self.device == "cuda":
             self.peak_bytes = max(self.peak_bytes, torch.cuda.max_memory_allocated())
+        self.child.mark(f"alt:{s.name}")
         self.send_ref(plan, s, inputs, outs, alt)
         return finite
 
@@ -400,8 +403,10 @@ class ReferencePhase:
                 blobs = blobs + alt_blobs
         finally:
             release_blanks(blanks)
+        self.child.mark(f"encoded:{s.name}")
         self.ch.send(header, blobs)
         del blobs
+        self.child.mark(f"sent:{s.name}")
         keep = {p.untyped_storage().data_ptr() for m in plan.models.values() if m.ref is not None
                 for p in m.ref.state_dict().values()}
         keep |= {x.untyped_storage().data_ptr() for x in inputs if isinstance(x, torch.Tensor)}
