@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from . import shared_blobs
+from .host_copy import copy_to_mapping
 from .runtime_checks import is_plain_tensor
 
 
@@ -49,7 +50,7 @@ def encode_outputs(outs: list[Any], seal: bool = False, blanks: dict[int, list[s
             def fill(view: memoryview, flat: torch.Tensor = flat) -> None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # frombuffer over a mapping: written once, here
-                    torch.frombuffer(view, dtype=torch.uint8).copy_(flat)
+                    copy_to_mapping(view, flat)
 
             ready = (blanks or {}).get(nbytes)
             blank = ready.pop() if ready else shared_blobs.BlankBlob(nbytes)

@@ -82,15 +82,15 @@ class BlankBlob:
     sealed later (`seal`). Made ahead where waiting costs others: the fresh pages of ~200 MB of
     outputs take ~0.1 s to populate, which a candidate need not spend holding the GPU lock."""
 
-    def __init__(self, nbytes: int):
+    def __init__(self, nbytes: int, populate: bool = True):
         self.nbytes = nbytes
         self.mm: mmap.mmap | None = None
         self.fd = os.memfd_create("tritonrl-blob", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(self.fd, nbytes)
             if nbytes:
-                self.mm = mmap.mmap(self.fd, nbytes, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0),
-                                    prot=mmap.PROT_READ | mmap.PROT_WRITE)
+                flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if populate else 0)
+                self.mm = mmap.mmap(self.fd, nbytes, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             self.close()
             raise
