@@ -66,6 +66,12 @@ def main(argv: list[str] | None = None) -> int:
     sealed.close()
     row("populated blank, pageable copy (today)", make, copy)
 
+    def pageable(mm):
+        with memoryview(mm) as view:
+            t = torch.frombuffer(view, dtype=torch.uint8)
+            t.copy_(src)
+            del t
+
     # 2. the copy faults the pages in itself
     def unpopulated():
         fd = os.memfd_create("t", os.MFD_CLOEXEC)
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         return fd, mmap.mmap(fd, n, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
 
     (fd, mm), make = timed(unpopulated)
-    _, copy = timed(lambda: torch.frombuffer(memoryview(mm), dtype=torch.uint8).copy_(src))
+    _, copy = timed(lambda: pageable(mm))
     row("unpopulated memfd, pageable copy", make, copy)
     mm.close()
     os.close(fd)
@@ -90,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return fd, m
 
     (fd, mm), make = timed(huge)
-    _, copy = timed(lambda: torch.frombuffer(memoryview(mm), dtype=torch.uint8).copy_(src))
+    _, copy = timed(lambda: pageable(mm))
     row("memfd + MADV_HUGEPAGE, pageable copy", make, copy)
     mm.close()
     os.close(fd)
@@ -112,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
         fd = os.memfd_create("t", os.MFD_CLOEXEC)
         os.ftruncate(fd, n)
         m = mmap.mmap(fd, n, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        t = torch.frombuffer(memoryview(m), dtype=torch.uint8)
+        view = memoryview(m)
+        t = torch.frombuffer(view, dtype=torch.uint8)
         rc = torch.cuda.cudart().cudaHostRegister(t.data_ptr(), n, 0)
-        return fd, m, t, rc
+        return fd, m, view, t, rc
 
-    (fd, mm, t, rc), make = timed(registered)
+    (fd, mm, view, t, rc), make = timed(registered)
     if int(rc) == 0:
         _, copy = timed(lambda: (t.copy_(src), torch.cuda.synchronize()))
         torch.cuda.cudart().cudaHostUnregister(t.data_ptr())
@@ -124,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"cudaHostRegister: {rc}")
     del t
+    view.release()
     mm.close()
     os.close(fd)
     return 0

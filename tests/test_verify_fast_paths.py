@@ -234,7 +234,7 @@ def test_an_untraced_verdict_has_no_trace(monkeypatch):
 
 
 def test_no_memfd_ahead_is_no_failure(monkeypatch):
-    def refuse(nbytes):
+    def refuse(nbytes, populate=True):
         raise OSError(12, "Cannot allocate memory")
 
     monkeypatch.setattr(shared_blobs, "BlankBlob", refuse)
