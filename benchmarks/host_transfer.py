@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     sealed, copy = timed(lambda: blank.seal(lambda v: torch.frombuffer(v, dtype=torch.uint8).copy_(src)))
     check(sealed)
     sealed.close()
-    row("populated blank, pageable copy (today)", make, copy)
+    row("populated ahead, pageable copy (before host_copy)", make, copy)
 
     def pageable(mm):
         with memoryview(mm) as view:
