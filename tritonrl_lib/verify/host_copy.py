@@ -44,9 +44,8 @@ def copy_to_mapping(view: memoryview, flat: torch.Tensor) -> None:
                 if i >= 1:
                     _drain(dst, bufs, done, starts, i - 1, n)
             _drain(dst, bufs, done, starts, len(starts) - 1, n)
-        flat.record_stream(stream)  # the side stream read it: the allocator must wait for that
     finally:
-        stream.synchronize()
+        stream.synchronize()  # the side stream is done with `flat` before the caller may free it
         for buf in bufs:
             buf.zero_()
 
