@@ -93,6 +93,7 @@ TABLE = [
     Case("peer_reach_importlib_threading", "relu", CHEAT),
     Case("peer_reach_os_read_disable_modes", "relu", CHEAT),
     Case("peer_reach_patch_verifier_module", "relu", CHEAT),
+    Case("peer_reach_patch_verifier_module", "relu", CHEAT, static=False),
     Case("peer_reach_builtins_dunder", "relu", CHEAT),
     Case("peer_reach_builtins_dunder", "relu", CHEAT, static=False),
     Case("peer_reach_getattr_import", "relu", CHEAT),
@@ -103,6 +104,13 @@ TABLE = [
     Case("peer_reach_torch_sys_gc", "relu", CHEAT, static=False),
     Case("peer_reach_triton_core_inspect", "relu", CHEAT),
     Case("peer_reach_triton_core_inspect", "relu", CHEAT, static=False),
+    # the verifier's code in the candidate's process rebound for one call and put back; its messages rewritten
+    Case("peer_forge_census_silenced_restored", "relu", CHEAT),
+    Case("peer_forge_census_silenced_restored", "relu", CHEAT, static=False),
+    Case("peer_forge_json_header", "relu", CHEAT),
+    Case("peer_forge_json_header", "relu", CHEAT, static=False),
+    Case("peer_forge_flatten_outside_census", "relu", CHEAT),
+    Case("peer_forge_flatten_outside_census", "relu", CHEAT, static=False),
     # ---- size constants in every form KernelBench writes them
     Case("peer_size_height_eq_width", "softmax_hw", WRONG),
     Case("peer_size_tuple_shape", "sum_tuple", WRONG),
@@ -142,6 +150,8 @@ TABLE = [
     Case("peer_timing_count_k7", "relu", ANY, gpu_expect=WRONG, gpu_through=TIMED),
     Case("peer_timing_background_thread", "relu", CHEAT),
     Case("peer_timing_cache_data_ptr", "relu", WRONG),
+    # keyed by two sampled values: every correctness set misses; timed trials alternate two sets of values
+    Case("peer_timing_cache_value_sample", "relu", CORRECT, gpu_expect=HONEST_SPEED, gpu_through=TIMED),
     Case("peer_timing_zero_inputs", "matmul", CHEAT),
     Case("peer_timing_output_into_input", "relu", CHEAT),
     Case("peer_timing_side_stream_nosync", "relu", CORRECT, gpu_expect=HONEST_SPEED),

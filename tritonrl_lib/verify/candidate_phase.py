@@ -168,6 +168,8 @@ class CandidatePhase:
         self.guard = guard_mod.Guard(path, trusted_files=[runtime_checks.__file__], watched=watched,
                                      denied_import=import_verdict, enforce=enforce)
         self.guard.install()
+        if enforce:
+            self.ch.integrity = self.guard.tampered  # asked before every frame from here on (protocol.py)
 
     def send_notes(self) -> None:
         if self.guard is not None:

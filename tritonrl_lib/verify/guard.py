@@ -19,7 +19,12 @@ a route was spelled:
 - the callables of the namespaces a timing or a check relies on (torch, torch.cuda and its Event and
   Stream, torch.Tensor, triton, time, builtins, gc, the verifier's own modules, ...) are recorded at
   install, so a later replacement, however made (alias, setattr, `__dict__`, a builtin reached by
-  attribute), shows in `changed()`.
+  attribute), shows in `changed()`;
+- the namespaces the verifier's own code in this process looks its globals up in (its modules, builtins,
+  the standard library modules they use) must not change at all once the candidate runs: their dicts'
+  version tags (PEP 509, bumped by every write) are recorded at install and `tampered()` names any that
+  moved. A snapshot compared after a call misses a patch put back before the call returns (the census's
+  reporting function silenced for one call); a version tag never goes back.
 
 A refusal raises in the candidate (which may catch it) and is recorded: the facts go to the worker with
 the candidate's outputs, and any of them is a cheat flag.
@@ -119,6 +124,9 @@ class Guard:
         self.installed = False
         self._busy = False
         self._snapshot: dict[tuple[str, str], Any] = {}
+        self._strict: list[tuple[str, dict, int]] = []  # (name, namespace, version tag at install)
+        self._tampered: list[str] = []
+        self._read_version: Callable[[Any], Any] | None = None
 
     # ---------------------------------------------------------------- facts
 
@@ -159,8 +167,33 @@ class Guard:
             for name, value in (_namespace(obj) or {}).items():
                 if _is_behaviour(value):
                     self._snapshot[(owner, name)] = value  # held: its identity cannot be reused
+        self._record_versions()
         sys.addaudithook(self._hook)
         self.installed = True
+
+    def _record_versions(self) -> None:
+        reader = _version_reader()
+        if reader is None:
+            return
+        import builtins
+
+        at, offset = reader
+        self._read_version, self._offset, self._id = at, offset, id  # bound now: nothing looked up later
+        for name, ns in [("builtins", vars(builtins))] + _strict_namespaces():
+            self._strict.append((name, ns, at(id(ns) + offset).value))
+
+    def tampered(self) -> list[str]:
+        """Namespaces the verifier's code relies on that changed since `install()` (kept once seen). Uses
+        only what `install` bound on this object (the guard is out of the candidate's reach): no global
+        or builtin the candidate could have rebound is looked up here."""
+        seen, strict = self._tampered, self._strict
+        if not strict:
+            return seen
+        at, offset, ident = self._read_version, self._offset, self._id
+        for name, ns, version in strict:
+            if at(ident(ns) + offset).value != version and name not in seen:
+                seen.append(name)
+        return seen
 
     def drain_notes(self) -> list[str]:
         out, self.notes = self.notes, []
@@ -299,6 +332,56 @@ class Guard:
 _MISSING = object()
 
 
+def _version_reader() -> tuple[Callable[[int], Any], int] | None:
+    """(c_uint64.from_address, offset of a dict's version tag) where this interpreter keeps one that
+    every write bumps (CPython 3.8 to 3.13; checked on a dict of our own), else None."""
+    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+        return None
+    try:
+        import ctypes
+
+        at, offset = ctypes.c_uint64.from_address, 3 * ctypes.sizeof(ctypes.c_ssize_t)  # refcnt, type, ma_used
+        probe: dict[str, int] = {}
+        before = at(id(probe) + offset).value
+        probe["x"] = 1
+        after = at(id(probe) + offset).value
+        probe["x"] = 2
+        return (at, offset) if before != after != at(id(probe) + offset).value else None
+    except Exception:
+        return None
+
+
+def _strict_namespaces() -> list[tuple[str, dict]]:
+    """The verifier's own modules and the standard library modules (and classes' modules) they refer to:
+    the dicts its code in this process looks globals up in. None of them changes once the candidate
+    runs, unless the candidate writes into it. Packages are left out (importing a submodule writes it
+    into its package's dict); third-party modules are too (torch and triton set lazy globals)."""
+    own = [(n, m) for n, m in list(sys.modules.items())
+           if m is not None and n.startswith("tritonrl_lib.") and not hasattr(m, "__path__")]
+    out = {n: vars(m) for n, m in own}
+    for _, module in own:
+        for value in list(vars(module).values()):
+            ref = value if isinstance(value, types.ModuleType) else sys.modules.get(
+                getattr(value, "__module__", None) or "") if callable(value) else None
+            name = getattr(ref, "__name__", None)
+            if isinstance(ref, types.ModuleType) and name not in out and _is_stdlib(ref) and \
+                    not hasattr(ref, "__path__") and name not in _SELF_WRITING:
+                out[name] = vars(ref)
+    return sorted(out.items())
+
+
+# standard library modules that write their own globals in ordinary use (warnings.catch_warnings swaps
+# warnings.filters and back, tempfile.gettempdir sets tempfile.tempdir, shutil turns its sendfile path off)
+_SELF_WRITING = frozenset({"warnings", "tempfile", "shutil"})
+
+
+def _is_stdlib(module: types.ModuleType) -> bool:
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return module.__name__ in sys.builtin_module_names
+    return path.startswith(_STDLIB_DIR) and "site-packages" not in path and "dist-packages" not in path
+
+
 def _namespace(obj: Any) -> dict[str, Any] | None:
     try:
         ns = obj.__dict__
@@ -337,7 +420,8 @@ def _first_caller(stack: list[tuple[str, str]], skip_stdlib: bool = False) -> tu
     return "", "", importing
 
 
-_STDLIB = tuple({os.path.dirname(os.__file__) + os.sep, "<frozen"})
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+_STDLIB = tuple({_STDLIB_DIR, "<frozen"})
 
 
 def _within(module: str, roots: tuple[str, ...]) -> bool:

@@ -120,6 +120,11 @@ class Judge:
                     if not self.ref_done:
                         self.ref_notes.append(self.notes[-1])
                 return None
+            if kind == "tampered":  # the channel's own report (protocol.ChildChannel): never the candidate's
+                changed = [str(n)[:80] for n in (header.get("namespaces") or [])[:8]] or ["?"]
+                return self._flag(f"{R.MONKEYPATCH}:{changed[0]}", f"the candidate's process wrote into "
+                                  f"{', '.join(changed)}, whose functions the verifier's own code in that process "
+                                  "runs: its census, checks and messages may have been rewritten")
             if kind in ("ref_inputs", "ref_models", "ref_uncacheable", "ref_reset"):
                 if self.ref_done:
                     return self._fail(R.PROTOCOL_ERROR, f"{kind} after the reference was done")

@@ -128,19 +128,70 @@ class FrameReader:
         return bool(self._head) or self._header is not None
 
 
+def _header_encoder() -> Any:
+    """`json.dumps(header, separators=(",", ":"))` as one C object made now: nothing it calls is looked up
+    in a module at encoding time (json.dumps reads `json.JSONEncoder`, `json.encoder.c_make_encoder`, ...
+    when called), so a candidate that rebinds them cannot rewrite a frame. Falls back to an encoder
+    object where the C accelerator is missing."""
+    from json import encoder as json_encoder
+
+    make, escape = json_encoder.c_make_encoder, json_encoder.c_encode_basestring_ascii
+    if make is None or escape is None:
+        return json.JSONEncoder(separators=(",", ":")).encode
+    iterencode = make(None, _not_json, escape, None, ":", ",", False, False, True)
+    join = "".join
+    return lambda obj: join(iterencode(obj, 0))
+
+
+def _not_json(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
 class ChildChannel:
     """The child's end: framed messages to the worker, one-byte gate answers back. Blobs of 1 MiB
-    and more travel as sealed memory files over `blob_sock` where there is one (shared_blobs.py)."""
+    and more travel as sealed memory files over `blob_sock` where there is one (shared_blobs.py).
+
+    Every frame goes out through functions bound here, when the process starts (before any candidate
+    code exists): rebinding `json.dumps`, `os.write` or this module's helpers later changes nothing
+    sent. Once the guard is in, `integrity` (guard.Guard.tampered) is asked before every frame: a
+    namespace the verifier's code relies on that changed goes to the worker first, as a "tampered"
+    frame (a cheat flag). A channel descriptor swapped under this process (os.dup2 onto it, to read
+    and rewrite frames before they reach the worker) ends the process at once."""
 
     def __init__(self, out_fd: int, in_fd: int, blob_sock: Any = None):
         self.out_fd, self.in_fd = out_fd, in_fd
         self.blob_sock = blob_sock
+        self.integrity: Any = None  # () -> names of tampered namespaces; set when the guard is installed
+        self._encode, self._pack, self._write, self._len = _header_encoder(), LEN.pack, os.write, len
+        self._send_blobs, self._fstat, self._exit = shared_blobs.send_blobs, os.fstat, os._exit
+        self._ends = tuple(self._identity(fd) for fd in (out_fd, in_fd))
+
+    def _identity(self, fd: int) -> tuple[int, int]:
+        st = self._fstat(fd)
+        return st.st_dev, st.st_ino
 
     def send(self, header: dict[str, Any], blobs: list[memoryview | bytes] = ()) -> None:
-        inline, mapped = shared_blobs.send_blobs(self.blob_sock, list(blobs))
+        if self._ends != (self._identity(self.out_fd), self._identity(self.in_fd)):
+            self._exit(70)  # the worker sees the process end without a result
+        check = self.integrity
+        if check is not None:
+            changed = check()
+            if changed:
+                self._write_frame({"type": "tampered", "namespaces": changed[:20]}, ())
+        inline, mapped = self._send_blobs(self.blob_sock, list(blobs))
         if mapped:
             header = {**header, "mapped": mapped}
-        write_all(self.out_fd, encode_frame(header, inline))
+        self._write_frame(header, inline)
+
+    def _write_frame(self, header: dict[str, Any], inline: Any) -> None:
+        head = dict(header)
+        head["blobs"] = [memoryview(b).nbytes for b in inline]
+        raw = self._encode(head).encode()
+        write, fd = self._write, self.out_fd
+        for part in (self._pack(self._len(raw)) + raw, *inline):
+            view = memoryview(part).cast("B")
+            while view.nbytes:
+                view = view[write(fd, view):]
 
     def gate(self, stage: str) -> bool:
         """Ask the worker whether to go on after `stage`; False (or a closed pipe) means stop."""
