@@ -27,9 +27,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/tritonrl run --params $(PARAMS) $(if $(RUN),--run $(RUN)) $(foreach p,$(P),-p $(p))
 
-## make test: the test suite (CPU; Triton kernels under the interpreter)
+## make test: the test suite (CPU; Triton kernels under the interpreter), whole files on TEST_WORKERS
+## pytest-xdist workers (the slowest files first: tests/conftest.py); TEST_WORKERS=0 runs it in one process
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 ## make lab: JupyterLab on the notebooks (as root too: containers and cloud notebooks often run as root,
 ## and JupyterLab refuses root without --allow-root). LAB_ARGS: more options, e.g. LAB_ARGS="--no-browser --port 8899"

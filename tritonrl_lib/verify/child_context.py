@@ -24,6 +24,7 @@ from . import reasons as R
 from .compile_errors import compile_failure_kind
 from .encoding import blanks_for, encode_outputs
 from .gpu_lock import GpuLock
+from .input_sets import seed_torch
 from .limits import Budget, gpu_memory_fraction
 from .protocol import ChildChannel
 from .settings import JobSettings
@@ -139,7 +140,7 @@ class Child:
             torch.cuda.synchronize()
 
     def build(self, cls: type, init_inputs: list[Any]) -> torch.nn.Module:
-        torch.manual_seed(SEED)
+        seed_torch(SEED)
         return cls(*init_inputs)
 
     def encode(self, outs: list[Any], blanks: dict[int, list[shared_blobs.BlankBlob]] | None = None

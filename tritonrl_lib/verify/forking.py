@@ -11,6 +11,7 @@ atexit handlers in a copy of the worker).
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -30,9 +31,14 @@ def fork_with_channel(run: Callable[[int, int, Any], None]) -> tuple[int, int, i
     """A child with its channel, running `run(out_fd, in_fd, blob socket)` (which never returns);
     here: (pid, c2w_r, w2c_w, worker's blob socket)."""
     c2w_r, c2w_w, w2c_r, w2c_w, blob_sock, child_sock = _channel()
+    # The worker's objects leave the collector's view for the fork: the child's collections (a full
+    # one in forget_reference, ~0.15 s over torch's and Triton's objects) only walk what the child made,
+    # and touch none of the pages it shares with the worker. The worker's own collector is as before.
+    gc.freeze()
     pid = os.fork()
     if pid == 0:  # ---- the child
         run(c2w_w, w2c_r, child_sock)
+    gc.unfreeze()
     os.close(c2w_w)
     os.close(w2c_r)
     if child_sock is not None:

@@ -147,8 +147,11 @@ class Guard:
     def changed(self) -> list[str]:
         """Recorded callables replaced or removed since `install()` (`owner.name`, sorted)."""
         out = []
+        spaces: dict[str, dict[str, Any] | None] = {}  # one look per owner: a class's is a copy of its mappingproxy
         for (owner, name), value in self._snapshot.items():
-            ns = _namespace(self.watched[owner])
+            if owner not in spaces:
+                spaces[owner] = _namespace(self.watched[owner])
+            ns = spaces[owner]
             if ns is None or ns.get(name, _MISSING) is not value:
                 out.append(f"{owner}.{name}")
         return sorted(out)

@@ -16,6 +16,7 @@ the worker kept (`mapped_input`), and the models must match the cached ones bit 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import mmap
 import random
@@ -75,12 +76,30 @@ def on_device(values: list[Any], device: str) -> list[Any]:
     return map_tensors(values, lambda t: t if t.device.type == torch.device(device).type else t.to(device))
 
 
+@functools.cache
+def _no_accelerator() -> bool:
+    """No device type but the CPU exists in this process (none can appear later in its life)."""
+    return not (torch.cuda.is_available() or torch.xpu.is_available() or torch.mtia.is_available()
+                or torch.backends.mps.is_available())
+
+
+def seed_torch(seed: int) -> None:
+    """`torch.manual_seed(seed)`. In a process without an accelerator, the CPU generator alone, which is
+    all that call seeds there: it would also queue a lazy seed for each absent device type, each with
+    the formatted Python stack (a tenth of a CPU candidate's time, every source line read under the
+    guard's audit hook)."""
+    if _no_accelerator():
+        torch.default_generator.manual_seed(seed)
+    else:
+        torch.manual_seed(seed)
+
+
 def drawer(get_inputs: Callable[[], Any], seed: int, device: str,
            transform: Callable[[list[Any]], list[Any]] | None = None) -> Callable[[], list[Any]]:
     """A set's recipe: `get_inputs()` under `seed`, drawn on `device`, then `transform`."""
 
     def make() -> list[Any]:
-        torch.manual_seed(seed)
+        seed_torch(seed)
         random.seed(seed)  # tasks that draw with Python's or numpy's global generators draw the same too
         numpy.random.seed(seed % (1 << 32))
         if device == "cpu":

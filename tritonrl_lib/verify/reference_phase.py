@@ -26,7 +26,8 @@ import torch
 
 from .child_context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
-from .input_sets import InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values
+from .input_sets import (InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values,
+                         seed_torch)
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
 from .variations import (RANGE_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs, larger_plan,
                          load_task_module, offset, ranged, tiny_plans)
@@ -271,7 +272,7 @@ class ReferencePhase:
         runs = []
         for seed in (1, 2):
             inputs = s.draw(self.device)
-            torch.manual_seed(seed)  # a random forward draws differently under another seed
+            seed_torch(seed)  # a random forward draws differently under another seed
             runs.append([o.detach().clone() if isinstance(o, torch.Tensor) else o
                          for o in self.run_ref(model, inputs)])
         for a, b in zip(*runs):
