@@ -107,7 +107,7 @@ def test_full_report_has_every_section(cfg):
     assert timing[-1]["notebook"] == "total" and float(timing[-1]["GPU-hours"]) == pytest.approx(0.25)
     # and the source's setup at 7B: the stand-in benchmark's GPU-hours on one GPU and on eight
     scale = parse_table(page, "scale_cost")
-    assert {r["GPUs"] for r in scale} == {"1", "8"} and all(float(r["source GPU-hours"]) == 64 for r in scale)
+    assert {r["GPUs"] for r in scale} == {"1", "8"} and all(float(r["published GPU-hours"]) == 64 for r in scale)
     assert "random-weight stand-in" in page
     # failure reasons, best policy, headline
     assert any(r["reason"] == "no_code" for r in parse_table(page, "failures"))

@@ -266,15 +266,15 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Repor
     parts.append(html_table(tables["timings"], "timings"))
     parts.append(_img(pngs, no_chart, "wall_clock", "wall-clock"))
     if tables.get("scale_cost"):
-        parts.append("<h3>The source's setup at 7B</h3>")
+        parts.append("<h3>The published setup at 7B</h3>")
         parts.append("<p>GPU-hours of the <code>qwen7b</code> run (SFT on 1,000 examples, its RL budget, its "
                      "evaluation) from rates measured on one H100 with a random-weight stand-in of "
                      "Qwen2.5-Coder-7B-Instruct (<code>benchmarks/qwen7b_standin.py</code>; docs/PERFORMANCE.md, "
                      "\"A 7B-class policy on one GPU\"). Every sample is counted at its full token limit: upper "
-                     "bounds. The source reports 64 GPU-hours for its run.</p>")
+                     "bounds. The published run of this setup took 64 GPU-hours.</p>")
         parts.append(html_table(tables["scale_cost"], "scale_cost",
                                 labels={"sft_h": "SFT h", "rl_h": "RL h", "eval_h": "eval h", "wall_h": "wall h",
-                                        "source_gpu_hours": "source GPU-hours"}))
+                                        "source_gpu_hours": "published GPU-hours"}))
 
     parts.append("<h2>Evaluation details</h2>")
     parts.append(html_table(tables["evaluation"], "evaluation"))
