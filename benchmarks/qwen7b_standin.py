@@ -331,8 +331,8 @@ def drive(ctx: Ctx) -> int:
             (ctx.results / f"{name}_first.json").write_text(json.dumps(results[name], indent=1, default=str))
             (ctx.results / f"{name}.json").unlink()
             if name not in wanted:
-                wanted.insert(PHASES.index(name) if name == "build" else 1, name)
-            wanted.sort(key=PHASES.index)
+                wanted.append(name)
+                wanted.sort(key=PHASES.index)
             print(f"[{name}] what it made is not on this machine: it runs again", flush=True)
     stopped = []
     for name in wanted:

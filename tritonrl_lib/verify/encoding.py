@@ -17,7 +17,6 @@ import torch
 
 from . import shared_blobs
 from . import host_copy
-from .host_copy import copy_to_mapping
 from .runtime_checks import is_plain_tensor
 
 
@@ -51,10 +50,10 @@ def encode_outputs(outs: list[Any], seal: bool = False, blanks: dict[int, list[s
             def fill(view: memoryview, flat: torch.Tensor = flat) -> None:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # frombuffer over a mapping: written once, here
-                    copy_to_mapping(view, flat)
+                    host_copy.copy_to_mapping(view, flat)
 
             ready = (blanks or {}).get(nbytes)
-            blank = ready.pop() if ready else shared_blobs.BlankBlob(nbytes, populate=not _staged(nbytes))
+            blank = ready.pop() if ready else shared_blobs.BlankBlob(nbytes, populate=not host_copy.staged(nbytes))
             blobs.append(blank.seal(fill))
             continue
         t = t.to("cpu").contiguous()
@@ -67,23 +66,16 @@ def spec_bytes(shape: tuple[int, ...] | list[int], dtype: torch.dtype) -> int:
     return math.prod(shape) * torch.empty((), dtype=dtype).element_size()
 
 
-def _staged(nbytes: int) -> bool:
-    """Whether a GPU output this large goes through host_copy's staging: its memfd's pages are then
-    left for the staged copy to fault in (PyTorch's host copy does that on all its threads; one
-    thread populating 6 GiB of shared memory up front took 4.8 s on the H100 machine)."""
-    return nbytes >= host_copy.MIN_STAGED_BYTES
-
-
 def blanks_for(specs: list[tuple[tuple[int, ...], torch.dtype]]) -> dict[int, list[shared_blobs.BlankBlob]]:
     """Memfds for the outputs these specs describe that will travel as memfds, made before the GPU
     section that fills them (release_blanks frees those not used): pages populated, except for
-    outputs large enough for the staged copy (`_staged`)."""
+    outputs large enough for the staged copy (`host_copy.staged`)."""
     out: dict[int, list[shared_blobs.BlankBlob]] = {}
     for shape, dtype in specs:
         nbytes = spec_bytes(shape, dtype)
         if nbytes >= shared_blobs.SHARE_MIN_BYTES:
             try:
-                blank = shared_blobs.BlankBlob(nbytes, populate=not _staged(nbytes))
+                blank = shared_blobs.BlankBlob(nbytes, populate=not host_copy.staged(nbytes))
             except OSError:
                 break  # no memory for it now: encoding makes its own, where a failure is the candidate's
             out.setdefault(nbytes, []).append(blank)
