@@ -101,6 +101,8 @@ class RLConfig:
     refine_turns: int = 0  # multi-turn refinement: a failed candidate's verdict goes back for this many turns (0 = off)
     refine_discount: float = 0.8  # a refined candidate's reward is discounted by this per turn
     overlap_chunks: int = 2  # generation in this many chunks, each verified while the next one generates (1 = none)
+    train_task_scale: int = 1  # RL's training tasks with their batch-like input sizes divided by this (prompt and
+    # reward alike; train/reward_tasks.py); evaluation keeps the tasks' own sizes. 1 = the tasks as they are
 
 
 @dataclass
@@ -114,7 +116,7 @@ class VerifyConfig:
     num_variations: int = 6  # input sets: original, range, seed, larger, dtype, offset (verify/variations.py)
     timeout_s: float = 120.0
     workers: int = 0  # 0 = workers_per_gpu per visible GPU, or min(4, cores) on CPU
-    workers_per_gpu: int = 4  # candidates checked side by side on one GPU; each timing runs alone
+    workers_per_gpu: int = 4  # candidates checked side by side on one GPU (0 = as the cores allow); each timing alone
     memory_limit_mb: int = 8192
     timing: str = "auto"  # auto (on when a GPU is visible) | on | off
     timing_warmup: int = 10
@@ -128,8 +130,19 @@ class VerifyConfig:
     # reference outputs and inputs kept for their next candidates, handed between one GPU's workers by the pool
     prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next children (CUDA context) ahead
     spare_children: int = 1  # how many children each worker keeps started ahead (with prestart_child on)
+    train_workers_per_gpu: int = 0  # RL rewards' pool (for_training): 0 = as many as the host's cores feed
+    train_timing_warmup: int = 3  # RL rewards time correct candidates with a budget of their own (for_training)
+    train_timing_trials: int = 10
     cuda_connections: int = 2  # CUDA_DEVICE_MAX_CONNECTIONS of candidates' processes (0: the driver's 8); fewer
     # make each process's CUDA context cheaper to create, at the cost of concurrency between its streams
+
+    def for_training(self) -> "VerifyConfig":
+        """The settings of RL's training rewards: the same verdict rules (input sets, tolerances, checks,
+        timing only for candidates already correct), with timing's own smaller trial budget and a pool
+        as wide as the host's cores (each candidate's compile is CPU work). Evaluation never uses it."""
+        return dataclasses.replace(self, timing_warmup=self.train_timing_warmup,
+                                   timing_trials=self.train_timing_trials,
+                                   workers_per_gpu=self.train_workers_per_gpu)
 
 
 @dataclass
@@ -455,7 +468,8 @@ def validate(cfg: RunConfig) -> None:
     if cfg.model.load_in_8bit and cfg.model.load_in_4bit:
         raise ConfigError("load_in_8bit and load_in_4bit are both set; choose one")
     positive = [("rl", "n_samples"), ("rl", "top_k"), ("rl", "rounds"), ("model", "lora_r"),
-                ("sft", "per_device_batch_size"), ("verify", "timing_trials"), ("verify", "workers_per_gpu"),
+                ("sft", "per_device_batch_size"), ("verify", "timing_trials"),
+                ("verify", "train_timing_trials"), ("rl", "train_task_scale"),
                 ("verify", "spare_children"),
                 ("eval", "eval_k")]
     for path in positive:
@@ -464,7 +478,8 @@ def validate(cfg: RunConfig) -> None:
     if not 0 <= cfg.verify.cuda_connections <= 32:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
-    for path in (("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
+    for path in (("verify", "workers_per_gpu"), ("verify", "train_workers_per_gpu"), ("verify", "train_timing_warmup"),
+                 ("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
                  ("sft", "eval_steps"), ("eval", "bootstrap_resamples")):
         if _get(cfg, path) < 0:
             raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")

@@ -31,7 +31,9 @@ from ..jsonio import read_json, write_json
 from ..tasks.task import Task
 from .rl_best import read_best
 from .rl_log import read_rl_log
+from .reward_tasks import tasks_for_training
 from .rl_start import pool_by_level, select_rl_tasks, start_adapter
+from .verify_batch import training_verify_config
 
 
 @dataclass
@@ -95,7 +97,7 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
     t_start = time.perf_counter()
     paths = (paths or cfg.paths).ensure()
     start = start_adapter(paths)
-    train_tasks = select_rl_tasks(cfg, paths, tasks)
+    train_tasks = tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale)
     fp = fingerprint(cfg, method, start, [t.id for t in train_tasks])
     resuming = prepare_state(paths, method, fp, force, say)
     return RLRun(cfg, paths, method, start, train_tasks, fp, resuming, base_model_spec(cfg.model.model), say,
@@ -104,13 +106,14 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
 
 @contextlib.contextmanager
 def verifier_pool(cfg: RunConfig, pool=None) -> Iterator[Any]:
-    """The pool to verify with: `pool` as given (left open), or a new one from cfg.verify, closed at the end."""
+    """The pool to verify with: `pool` as given (left open), or a new one with the training rewards'
+    settings (`training_verify_config`: as many workers as the host's cores feed), closed at the end."""
     if pool is not None:
         yield pool
         return
     from ..verify.pool import VerifierPool
 
-    own = VerifierPool(cfg.verify)
+    own = VerifierPool(training_verify_config(cfg))
     try:
         yield own
     finally:

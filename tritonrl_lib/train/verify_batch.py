@@ -29,10 +29,11 @@ SHARED_NOTE = "verified once for identical code in the same batch"
 
 
 def training_verify_config(cfg):
-    """The verifier settings of RL's rewards: `VerifyConfig.for_training()` where the verifier
-    provides it (correctness on training sizes, timing only for candidates already correct, with
-    its own trial budget), else the run's own settings. Evaluation never uses this."""
-    return getattr(cfg.verify, "for_training", lambda: cfg.verify)()
+    """The verifier settings of RL's rewards, `VerifyConfig.for_training()`: the verdict's rules
+    unchanged, timing (only ever for candidates already correct) with its own trial budget, a pool
+    as wide as the host's cores. The tasks' training sizes are `rl.train_task_scale`
+    (train/reward_tasks.py). Evaluation never uses this."""
+    return cfg.verify.for_training()
 
 
 def dedupe_key(task: Task, completion: str) -> str:

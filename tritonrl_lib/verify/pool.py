@@ -150,6 +150,13 @@ def _pool_store(max_mb: int) -> PoolStore | None:
     return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
 
+def workers_per_gpu_for_cores(gpus: int, cores: int | None = None) -> int:
+    """workers_per_gpu=0: as many workers per GPU as the host's cores feed (a candidate's compile is
+    CPU work; four cores per GPU stay for the trainer and the workers' spares), between 4 and 16."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(4, min(16, cores // max(1, gpus) - 4))
+
+
 class VerifierPool:
     def __init__(self, config: VerifyConfig | RunConfig | None = None, workers: int | None = None,
                  device: str = "auto", cache: bool | str | os.PathLike | None = None, progress: bool = True):
@@ -159,7 +166,8 @@ class VerifierPool:
             raise VerifierError("device='cuda' but no GPU is visible; use device='auto' or 'cpu'")
         self.device = "cuda" if gpus else "cpu"
         if self.device == "cuda":
-            n = workers or self.config.workers or len(gpus) * self.config.workers_per_gpu
+            n = workers or self.config.workers or len(gpus) * (self.config.workers_per_gpu
+                                                                or workers_per_gpu_for_cores(len(gpus)))
             self._gpu_ids = [gpus[i % len(gpus)] for i in range(n)]
         else:
             n = workers or self.config.workers or min(4, os.cpu_count() or 1)
