@@ -73,7 +73,10 @@ def test_for_training_changes_only_timing_budget_and_width():
                      train_timing_warmup=2, train_workers_per_gpu=0)
     t = v.for_training()
     assert (t.timing_trials, t.timing_warmup, t.workers_per_gpu) == (7, 2, 0)
-    same = {f.name for f in dataclasses.fields(VerifyConfig)} - {"timing_trials", "timing_warmup", "workers_per_gpu"}
+    assert t.timeout_s == min(v.timeout_s, v.train_timeout_s)
+    assert VerifyConfig(timeout_s=10, train_timeout_s=60).for_training().timeout_s == 10  # never longer
+    same = {f.name for f in dataclasses.fields(VerifyConfig)} - {"timing_trials", "timing_warmup", "workers_per_gpu",
+                                                                  "timeout_s"}
     assert all(getattr(t, n) == getattr(v, n) for n in same)
     assert (v.timing_trials, v.workers_per_gpu) == (50, 4)  # the evaluation's settings are untouched
     cfg = load_config("gpu")

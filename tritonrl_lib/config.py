@@ -133,6 +133,7 @@ class VerifyConfig:
     train_workers_per_gpu: int = 0  # RL rewards' pool (for_training): 0 = as many as the host's cores feed
     train_timing_warmup: int = 3  # RL rewards time correct candidates with a budget of their own (for_training)
     train_timing_trials: int = 10
+    train_timeout_s: float = 60.0  # RL rewards' time limit per candidate (one hung candidate held a GRPO step 120 s)
     cuda_connections: int = 2  # CUDA_DEVICE_MAX_CONNECTIONS of candidates' processes (0: the driver's 8); fewer
     # make each process's CUDA context cheaper to create, at the cost of concurrency between its streams
 
@@ -142,7 +143,8 @@ class VerifyConfig:
         as wide as the host's cores (each candidate's compile is CPU work). Evaluation never uses it."""
         return dataclasses.replace(self, timing_warmup=self.train_timing_warmup,
                                    timing_trials=self.train_timing_trials,
-                                   workers_per_gpu=self.train_workers_per_gpu)
+                                   workers_per_gpu=self.train_workers_per_gpu,
+                                   timeout_s=min(self.timeout_s, self.train_timeout_s))
 
 
 @dataclass
@@ -469,7 +471,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("load_in_8bit and load_in_4bit are both set; choose one")
     positive = [("rl", "n_samples"), ("rl", "top_k"), ("rl", "rounds"), ("model", "lora_r"),
                 ("sft", "per_device_batch_size"), ("verify", "timing_trials"),
-                ("verify", "train_timing_trials"), ("rl", "train_task_scale"),
+                ("verify", "train_timing_trials"), ("verify", "train_timeout_s"), ("rl", "train_task_scale"),
                 ("verify", "spare_children"),
                 ("eval", "eval_k")]
     for path in positive:

@@ -89,6 +89,7 @@ DESCRIPTIONS: dict[str, str] = {
     "train_workers_per_gpu": "the same for RL's training rewards (0: as many as the host's cores feed)",
     "train_timing_warmup": "warm-up runs per side when RL's rewards time a correct candidate",
     "train_timing_trials": "timed runs per side when RL's rewards time a correct candidate",
+    "train_timeout_s": "RL's rewards: seconds a candidate may take (the smaller of this and timeout_s)",
     "memory_limit_mb": "memory limit per candidate process",
     "timing": "time correct kernels against PyTorch: auto (with a GPU) | on | off",
     "timing_warmup": "untimed runs before timing",
