@@ -8,8 +8,8 @@ Run it again and again (each device call: `timeout -s INT 540 python benchmarks/
 RESULTS --export $OUT`): every stage resumes where the last call stopped, or is skipped when it is
 done with the same settings (the library's own resume rules: the data stage's split.json, SFT's
 trainer checkpoints and marker, RL's rounds and GRPO's trainer checkpoints, evaluation records
-with their fingerprints). An interrupt (SIGINT from `timeout -s INT`, Ctrl-C) stops the stage at
-once and still writes the summary and the export.
+with their fingerprints, an evaluation cut off mid-way per sample). An interrupt (SIGINT from
+`timeout -s INT`, Ctrl-C) stops the stage at once and still writes the summary and the export.
 
 Stages, in order (`--only a,b` runs some of them; the summary is always written):
 
@@ -129,7 +129,7 @@ class Session:
 
     def eval(self):
         from tritonrl_lib import models
-        from tritonrl_lib.evaluate import attach_comparison, evaluate_model, load_eval_tasks
+        from tritonrl_lib.evaluate import LazyPool, attach_comparison, evaluate_model, load_eval_tasks, verdicts_dir
 
         tasks = load_eval_tasks(self.base_cfg, self.base)
         self.say(f"evaluating on {len(tasks)} tasks: " + ", ".join(
@@ -139,7 +139,7 @@ class Session:
         if self.args.with_base:
             stages.insert(0, ("base", None))
         out_dir = self.root / "eval"
-        pool = _LazyPool(self.base_cfg)
+        pool = LazyPool(self.base_cfg, verdicts=verdicts_dir(out_dir))  # verdicts kept as they come: resumable
         records = {}
         try:
             for stage, folder in stages:
@@ -175,25 +175,6 @@ class Session:
         self.record(stage, "done", time.perf_counter() - t, result=info)
         self.say(f"stage {stage} done in {time.perf_counter() - t:.1f}s: {info}")
         return True
-
-
-class _LazyPool:
-    """A verifier pool started on first use (a fully resumed evaluation starts none)."""
-
-    def __init__(self, cfg):
-        self.cfg, self.pool = cfg, None
-
-    def map(self, *args, **kwargs):
-        if self.pool is None:
-            from tritonrl_lib.verify.pool import VerifierPool
-
-            self.pool = VerifierPool(self.cfg.verify, device=self.cfg.device)
-        return self.pool.map(*args, **kwargs)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
 
 
 # --------------------------------------------------------------------------- summary

@@ -159,3 +159,60 @@ def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
     # two tasks, one solved 2 of 3 times and one 1 of 3: resampling tasks gives 2/6 .. 4/6
     assert m["intervals"]["correct_rate"] == [33.33, 66.67]
     assert any("timing skipped" in n for n in rec["notes"])
+
+
+@pytest.mark.slow
+def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monkeypatch):
+    # a 10-minute device call can end between generating and verifying: the next call must neither
+    # generate again nor verify again what was already verified
+    from tritonrl_lib import evaluate as E
+    from tritonrl_lib.rollout.results import Completion
+
+    cfg = smoke(run_dir, eval_k=2)
+    paths = cfg.paths.ensure()
+    l1 = [t for t in load_tasks("builtin", levels=1) if t.reference_solution]
+    tasks = [l1[0], next(t for t in l1 if t.op_family != l1[0].op_family)]
+    texts = [[format_completion(tasks[0].reference_solution), "no code here"],
+             [format_completion(tasks[0].reference_solution), format_completion(tasks[1].reference_solution)]]
+    made = [[Completion(prompt_index=i, sample_index=j, text=t, token_ids=[7] * 5, num_tokens=5, prompt_tokens=40,
+                        finish_reason="eos", seconds=0.5) for j, t in enumerate(ts)] for i, ts in enumerate(texts)]
+    generated = []
+
+    def fake_sample(cfg_, spec, tasks_, sampling, **kw):
+        generated.append(spec)
+        return made, {"wall_s": 1.0, "generated_tokens": 20}
+
+    def cut_off(*a, **kw):
+        raise KeyboardInterrupt
+
+    out = paths.eval_file("sft")
+    monkeypatch.setattr(E, "sample_model", fake_sample)
+    monkeypatch.setattr(E, "score_completions", cut_off)
+    with pytest.raises(KeyboardInterrupt):
+        E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet)
+    assert generated == ["tiny"] and not out.exists() and E.partial_path(out).is_file()
+
+    monkeypatch.undo()
+    monkeypatch.setattr(E, "sample_model", lambda *a, **kw: pytest.fail("generated again"))
+    logged = []
+    first = E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=logged.append)
+    assert first.status == "evaluated" and any("earlier call" in m for m in logged)
+    rows = first.record["detailed_results"]
+    assert [r["correct"] for r in rows] == [True, False, False, True]
+    assert [r["num_tokens"] for r in rows] == [5] * 4 and first.record["generation"]["generated_tokens"] == 20
+    assert not E.partial_path(out).exists()  # the record holds the completions now
+    assert not any("verdict from cache" in n for r in rows for n in r["notes"])
+
+    # cut off again after the verdicts were in (the record lost): every verdict comes back from the
+    # evaluation's verdict folder, none is verified again
+    out.unlink()
+    E.write_partial(E.partial_path(out), first.record["fingerprint"], made, {"wall_s": 1.0})
+    again = E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet)
+    verified = [r for r in again.record["detailed_results"] if r["reason"] != "no_code"]
+    assert [r["correct"] for r in again.record["detailed_results"]] == [True, False, False, True]
+    assert verified and all(any("verdict from cache" in n for n in r["notes"]) for r in verified)
+
+    # completions of other settings are not taken for these
+    E.write_partial(E.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, made, {})
+    assert E.read_partial(E.partial_path(out), first.record["fingerprint"], tasks, 2) is None
+    assert E.read_partial(E.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, tasks, 3) is None

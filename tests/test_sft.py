@@ -237,9 +237,28 @@ def test_examples_whose_prompt_fills_the_context_are_dropped(make_cfg):
     ds = load_sft_dataset(cfg.paths, 10, 0)
     prompt_len = min(len(_n_tokens(tok, ex["prompt"], True)) for ex in ds)
     kept, stats = fit_to_length(ds, tok, prompt_len + 200)
-    assert stats == {"dropped": 0, "cut": 3, "kept": 3} and len(kept) == 3
+    assert {k: stats[k] for k in ("dropped", "cut", "kept", "over_limit")} == \
+        {"dropped": 0, "cut": 3, "kept": 3, "over_limit": 0} and len(kept) == 3
+    lengths = [len(_n_tokens(tok, ex["prompt"] + ex["completion"], False)) - len(_n_tokens(tok, ex["prompt"], True))
+               for ex in ds]
+    assert stats["longest_completion"] == max(lengths)
     with pytest.raises(SFTDataError, match="raise max_seq_len"):
         fit_to_length(ds, tok, prompt_len)
+
+
+def test_completions_longer_than_the_sampling_limit_are_counted(make_cfg):
+    # RL and evaluation sample at most rl.max_new_tokens: SFT examples longer than that teach solutions
+    # the policy can never finish (the gpu profile's 768 cut 19% of its corpus), so SFT says so
+    cfg = make_cfg(n=3)
+    tok = models.load_tokenizer(cfg.model.model)
+    ds = load_sft_dataset(cfg.paths, 10, 0)
+    lengths = sorted(len(_n_tokens(tok, ex["prompt"] + ex["completion"], False))
+                     - len(_n_tokens(tok, ex["prompt"], True)) for ex in ds)
+    _, none_over = fit_to_length(ds, tok, 100_000, completion_limit=lengths[-1])
+    _, all_over = fit_to_length(ds, tok, 100_000, completion_limit=lengths[0] - 1)
+    _, some = fit_to_length(ds, tok, 100_000, completion_limit=lengths[0])
+    assert none_over["over_limit"] == 0 and all_over["over_limit"] == 3
+    assert some["over_limit"] == sum(n > lengths[0] for n in lengths)
 
 
 def _fake_checkpoint(folder, step, *, state=True, torn=False, optimizer=True):

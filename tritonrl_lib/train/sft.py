@@ -164,22 +164,31 @@ def _record_problem(rec: Any) -> str | None:
     return None
 
 
-def fit_to_length(dataset, tokenizer, max_len: int) -> tuple[Any, dict[str, int]]:
+def fit_to_length(dataset, tokenizer, max_len: int, completion_limit: int | None = None
+                  ) -> tuple[Any, dict[str, int]]:
     """Drop examples whose prompt alone fills `max_len` tokens (nothing would be left to learn) and
-    count those whose completion gets cut. Returns (dataset, {"dropped", "cut", "kept"})."""
+    count those whose completion gets cut. With `completion_limit` (RL's and evaluation's
+    max_new_tokens) also count the kept examples whose completion is longer than that: a policy
+    that learns them can never finish one when it samples. Returns (dataset, {"dropped", "cut",
+    "kept", "over_limit", "longest_completion"})."""
 
     def n_tokens(messages: list[dict], gen: bool) -> int:
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen)
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    keep, cut = [], 0
+    keep, cut, over, longest = [], 0, 0, 0
     for i, row in enumerate(dataset):
         prompt_len = n_tokens(row["prompt"], True)
         if prompt_len >= max_len - 8:
             continue
         keep.append(i)
-        cut += n_tokens(row["prompt"] + row["completion"], False) > max_len
-    stats = {"dropped": len(dataset) - len(keep), "cut": cut, "kept": len(keep)}
+        total = n_tokens(row["prompt"] + row["completion"], False)
+        cut += total > max_len
+        completion_len = total - prompt_len
+        longest = max(longest, completion_len)
+        over += completion_limit is not None and completion_len > completion_limit
+    stats = {"dropped": len(dataset) - len(keep), "cut": cut, "kept": len(keep), "over_limit": int(over),
+             "longest_completion": longest}
     if not keep:
         raise SFTDataError(f"every example's prompt fills max_seq_len={max_len} tokens, leaving no completion "
                            "to learn from: raise max_seq_len (e.g. -p max_seq_len=2048)")
@@ -497,13 +506,18 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
         procs.wait()
     set_seed(cfg.seed)
     model, tokenizer = models.load_policy(cfg)
-    dataset, fit = fit_to_length(dataset, tokenizer, cfg.sft.max_seq_len)
+    dataset, fit = fit_to_length(dataset, tokenizer, cfg.sft.max_seq_len, completion_limit=cfg.rl.max_new_tokens)
     if eval_dataset is not None:
         eval_dataset, _ = fit_to_length(eval_dataset, tokenizer, cfg.sft.max_seq_len)
     if fit["dropped"] or fit["cut"]:
         say(f"SFT: of {fit['kept'] + fit['dropped']} examples, {fit['cut']} are longer than max_seq_len="
             f"{cfg.sft.max_seq_len} and are cut, {fit['dropped']} are dropped (the prompt alone fills it); "
             "raise max_seq_len to keep them whole")
+    if fit["over_limit"]:
+        say(f"SFT: {fit['over_limit']} of {fit['kept']} examples have a completion longer than rl.max_new_tokens="
+            f"{cfg.rl.max_new_tokens} (the longest: {fit['longest_completion']} tokens): sampled at that limit, "
+            "the policy cannot finish such a solution in RL or evaluation; raise max_new_tokens "
+            f"(e.g. -p max_new_tokens={fit['longest_completion'] + 32})")
     logger = JsonlLogCallback(paths.sft_log, session) if procs.is_main else None
     budget = TimeBudget(cfg.sft.time_budget_s, spent_before(paths.sft_log, session)) \
         if cfg.sft.time_budget_s > 0 else None
