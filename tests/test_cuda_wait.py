@@ -46,6 +46,7 @@ def test_the_setting_is_checked(tmp_path):
         load_config("smoke", overrides={"outputs_dir": str(tmp_path), "verify.cuda_wait": "busy"})
 
 
+@pytest.mark.gpu
 @pytest.mark.skipif(not HAVE_DRIVER, reason="needs a CUDA driver and GPU")
 def test_on_a_gpu_the_context_is_created_with_blocking_sync():
     # a fresh process, as a candidate's child is: set the mode, create the context, read its flags back
