@@ -280,6 +280,7 @@ def export(s: Session, dest: Path) -> None:
         rel = p.relative_to(s.root)
         if not p.is_file() or p.suffix not in keep or rel.parts[0] == "cache" \
                 or any(part.startswith("checkpoint-") or part in ("adapter", "best", "trainer") for part in rel.parts) \
+                or "verdicts" in rel.parts \
                 or p.name in ("adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
             continue
         if p.stat().st_size > 15 << 20:

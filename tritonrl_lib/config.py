@@ -136,8 +136,6 @@ class VerifyConfig:
     train_timeout_s: float = 60.0  # RL rewards' time limit per candidate (one hung candidate held a GRPO step 120 s)
     cuda_connections: int = 2  # CUDA_DEVICE_MAX_CONNECTIONS of candidates' processes (0: the driver's 8); fewer
     # make each process's CUDA context cheaper to create, at the cost of concurrency between its streams
-    cuda_wait: str = "block"  # how candidates' processes wait on the GPU: block (no core spent) | spin | auto
-    # (the driver's default, which spins: a dozen waiting children then hold a dozen cores; verify/cuda_wait.py)
 
     def for_training(self) -> "VerifyConfig":
         """The settings of RL's training rewards: the same verdict rules (input sets, tolerances, checks,
@@ -482,8 +480,6 @@ def validate(cfg: RunConfig) -> None:
     if not 0 <= cfg.verify.cuda_connections <= 32:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
-    if cfg.verify.cuda_wait not in ("block", "spin", "auto"):
-        raise ConfigError(f"verify.cuda_wait={cfg.verify.cuda_wait!r} must be block, spin or auto")
     for path in (("verify", "workers_per_gpu"), ("verify", "train_workers_per_gpu"), ("verify", "train_timing_warmup"),
                  ("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
                  ("sft", "eval_steps"), ("eval", "bootstrap_resamples")):

@@ -55,7 +55,7 @@ STEPS: dict[str, Step] = {
 }
 # Settings that change how fast a step runs, never what it produces.
 SPEED_ONLY = {"verify": ("workers", "workers_per_gpu", "train_workers_per_gpu", "reference_cache_mb",
-                         "prestart_child", "spare_children", "cuda_connections", "cuda_wait", "verify_cache")}
+                         "prestart_child", "spare_children", "cuda_connections", "verify_cache")}
 # Where a run is and what it is called: not settings of its work.
 _LOCATION = ("profile", "run", "outputs_dir")
 

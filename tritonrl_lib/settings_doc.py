@@ -103,7 +103,6 @@ DESCRIPTIONS: dict[str, str] = {
     "prestart_child": "start each worker's next candidate process ahead: auto (on a GPU) | on | off",
     "spare_children": "candidate processes each worker keeps started ahead",
     "cuda_connections": "CUDA_DEVICE_MAX_CONNECTIONS of candidate processes (0: the driver's 8)",
-    "cuda_wait": "how candidate processes wait on the GPU: block (no core spent) | spin | auto (driver default)",
     # evaluation
     "eval_tasks": "evaluation tasks: heldout (the split's held-out families) | builtin | a checkout, file or hub name",
     "num_tasks": "evaluate at most this many tasks, chosen the same way in every run (0: all)",

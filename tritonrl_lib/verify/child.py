@@ -19,7 +19,6 @@ from typing import Any, Callable
 
 import torch
 
-from . import cuda_wait
 from .candidate_phase import CandidatePhase
 from .child_context import Child
 from .gpu_lock import GpuLock
@@ -40,7 +39,6 @@ def warm_child(device: str, job_waiting: Callable[[], bool] = lambda: False) -> 
     WARMED["spare_forked"] = time.monotonic()
     if device != "cuda":
         return
-    cuda_wait.apply_from_env()  # before the context exists: waiting on the GPU then costs no core
     torch.cuda.set_device(0)
     torch.cuda.init()
     torch.cuda.mem_get_info()  # the context exists from here on

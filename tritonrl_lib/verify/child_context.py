@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from . import cuda_wait, native_builds, shared_blobs
+from . import native_builds, shared_blobs
 from . import reasons as R
 from .compile_errors import compile_failure_kind
 from .encoding import blanks_for, encode_outputs
@@ -83,8 +83,6 @@ class Child:
     def setup(self) -> None:
         self.gpu_lock = None
         if self.device == "cuda":
-            if not torch.cuda.is_initialized():  # a spare made its context already, with the same mode
-                cuda_wait.apply_from_env()
             torch.cuda.set_device(0)
             fraction = self.budget.gpu_fraction if self.budget is not None and self.budget.gpu_fraction > 0 \
                 else gpu_memory_fraction()

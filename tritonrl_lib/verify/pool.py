@@ -555,7 +555,6 @@ class VerifierPool:
                 # fewer hardware queues per candidate process: its CUDA context is created ~2.4x faster
                 # (the driver creates contexts one at a time, and every candidate needs one)
                 env["CUDA_DEVICE_MAX_CONNECTIONS"] = str(self.config.cuda_connections)
-            env["TRITONRL_CUDA_WAIT"] = self.config.cuda_wait  # applied by each child (cuda_wait.py)
         else:
             env["CUDA_VISIBLE_DEVICES"] = ""
             env["TRITON_INTERPRET"] = "1"
