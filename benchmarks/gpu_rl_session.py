@@ -129,7 +129,8 @@ class Session:
 
     def eval(self):
         from tritonrl_lib import models
-        from tritonrl_lib.evaluate import LazyPool, attach_comparison, evaluate_model, load_eval_tasks, verdicts_dir
+        from tritonrl_lib.eval_resume import verdicts_dir
+        from tritonrl_lib.evaluate import LazyPool, attach_comparison, evaluate_model, load_eval_tasks
 
         tasks = load_eval_tasks(self.base_cfg, self.base)
         self.say(f"evaluating on {len(tasks)} tasks: " + ", ".join(

@@ -165,6 +165,7 @@ def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
 def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monkeypatch):
     # a 10-minute device call can end between generating and verifying: the next call must neither
     # generate again nor verify again what was already verified
+    from tritonrl_lib import eval_resume as R
     from tritonrl_lib import evaluate as E
     from tritonrl_lib.rollout.results import Completion
 
@@ -190,7 +191,7 @@ def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monk
     monkeypatch.setattr(E, "score_completions", cut_off)
     with pytest.raises(KeyboardInterrupt):
         E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet)
-    assert generated == ["tiny"] and not out.exists() and E.partial_path(out).is_file()
+    assert generated == ["tiny"] and not out.exists() and R.partial_path(out).is_file()
 
     monkeypatch.undo()
     monkeypatch.setattr(E, "sample_model", lambda *a, **kw: pytest.fail("generated again"))
@@ -200,19 +201,19 @@ def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monk
     rows = first.record["detailed_results"]
     assert [r["correct"] for r in rows] == [True, False, False, True]
     assert [r["num_tokens"] for r in rows] == [5] * 4 and first.record["generation"]["generated_tokens"] == 20
-    assert not E.partial_path(out).exists()  # the record holds the completions now
+    assert not R.partial_path(out).exists()  # the record holds the completions now
     assert not any("verdict from cache" in n for r in rows for n in r["notes"])
 
     # cut off again after the verdicts were in (the record lost): every verdict comes back from the
     # evaluation's verdict folder, none is verified again
     out.unlink()
-    E.write_partial(E.partial_path(out), first.record["fingerprint"], made, {"wall_s": 1.0})
+    R.write_partial(R.partial_path(out), first.record["fingerprint"], made, {"wall_s": 1.0})
     again = E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet)
     verified = [r for r in again.record["detailed_results"] if r["reason"] != "no_code"]
     assert [r["correct"] for r in again.record["detailed_results"]] == [True, False, False, True]
     assert verified and all(any("verdict from cache" in n for n in r["notes"]) for r in verified)
 
     # completions of other settings are not taken for these
-    E.write_partial(E.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, made, {})
-    assert E.read_partial(E.partial_path(out), first.record["fingerprint"], tasks, 2) is None
-    assert E.read_partial(E.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, tasks, 3) is None
+    R.write_partial(R.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, made, {})
+    assert R.read_partial(R.partial_path(out), first.record["fingerprint"], tasks, 2) is None
+    assert R.read_partial(R.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, tasks, 3) is None

@@ -49,6 +49,7 @@ from typing import Any, Callable, Sequence
 
 from . import metrics as M
 from .config import ConfigError, RunConfig, RunPaths
+from .eval_resume import partial_path, read_partial, verdicts_dir, write_partial
 from .jsonio import DamagedFile, read_json, write_json
 from .tasks.task import Task
 from .verify.verdict import Verdict
@@ -536,50 +537,6 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
         if partial is not None:
             partial.unlink(missing_ok=True)  # the record holds every completion now
     return ModelEval(model_stage, "evaluated", out, record)
-
-
-# --------------------------------------------------------------------------- resuming mid-evaluation
-# An evaluation is generate (a minute or two) then verify (several): a call cut off in between must
-# not throw either away. The completions are kept beside the record until the record is written;
-# verdicts, as each comes in, in the pool's verdict folder (LazyPool). Same fingerprint only.
-
-COMPLETION_FIELDS = ("prompt_index", "sample_index", "text", "num_tokens", "prompt_tokens", "finish_reason", "seconds")
-
-
-def partial_path(out: Path) -> Path:
-    return out.with_name(out.stem + ".completions.json")
-
-
-def verdicts_dir(eval_dir: Path) -> Path:
-    """Where an evaluation's own pool keeps its verdicts (see LazyPool)."""
-    return eval_dir / "verdicts"
-
-
-def write_partial(path: Path, fp: dict[str, Any], completions: Sequence[Sequence[Any]], gen_stats: dict[str, Any]) -> None:
-    rows = [[{k: getattr(c, k) for k in COMPLETION_FIELDS} if not isinstance(c, str) else {"text": c} for c in cs]
-            for cs in completions]
-    write_json(path, {"fingerprint": fp, "generation": gen_stats, "completions": rows})
-
-
-def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
-                 ) -> tuple[list[list[Any]], dict[str, Any]] | None:
-    """The completions an earlier call generated for this very evaluation, or None."""
-    from .rollout.results import Completion
-
-    try:
-        data = read_json(path, None)
-    except (OSError, DamagedFile):
-        return None
-    if not isinstance(data, dict) or data.get("fingerprint") != fp:
-        return None
-    rows = data.get("completions")
-    if not isinstance(rows, list) or len(rows) != len(tasks) or any(len(cs) != k for cs in rows):
-        return None
-    try:
-        completions = [[c["text"] if set(c) == {"text"} else Completion(token_ids=[], **c) for c in cs] for cs in rows]
-    except (TypeError, KeyError):
-        return None
-    return completions, data.get("generation") or {}
 
 
 def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Sequence[str] | None = None, *,
