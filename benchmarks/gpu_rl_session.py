@@ -110,6 +110,8 @@ class Session:
         cfg = self.method_cfg(method)
         paths = cfg.paths.ensure()
         shutil.copy2(self.base.split, paths.split)  # the same split: the same training tasks
+        if self.base.sft_train.is_file():  # best-of-N's replay (rl.replay_ratio) reads the SFT corpus
+            shutil.copy2(self.base.sft_train, paths.sft_train)
         if not models.checkpoint_complete(paths.sft_checkpoint) or \
                 adapter_identity(paths.sft_checkpoint) != adapter_identity(self.base.sft_checkpoint):
             shutil.rmtree(paths.sft_checkpoint, ignore_errors=True)

@@ -19,11 +19,13 @@ from safetensors.torch import load_file
 from tritonrl_lib import models
 from tritonrl_lib.config import ConfigError
 from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.jsonio import read_jsonl
+from tritonrl_lib.jsonio import read_jsonl, write_jsonl
+from tritonrl_lib.prompts import build_messages, format_completion
+from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.train.rl_best import read_best
 from tritonrl_lib.train.rl_log import read_rl_log
 from tritonrl_lib.train.rl_start import RLStartError, select_rl_tasks
-from tritonrl_lib.train.best_of_n import reference_candidates, select_top_k, train_best_of_n
+from tritonrl_lib.train.best_of_n import replay_rows, reference_candidates, select_top_k, train_best_of_n
 from tritonrl_lib.verify.pool import VerifierPool
 
 from rl_fixtures import RL_TASKS, good_and_bad, prepare_run, smoke_config
@@ -160,6 +162,47 @@ def test_a_round_keeps_only_correct_completions_and_trains(tmp_path, pool):
     assert json.loads((paths.rl_checkpoint / models.MARKER).read_text())["final"]
     restored_w = adapter_weights(paths.rl_checkpoint)
     assert all(torch.equal(restored_w[k], rl_w[k]) for k in rl_w)
+
+
+def write_corpus(path: Path, per_family: int = 2) -> list[dict]:
+    """An SFT corpus in 01_data's layout: each family's reference solution, `per_family` times with
+    different prose (distinct rows)."""
+    tasks = {t.op_family: t for t in load_tasks("builtin", levels=1) if t.reference_solution}
+    rows = [{"op_family": fam, "prompt": build_messages(t),
+             "completion": [{"role": "assistant", "content": format_completion(t.reference_solution, f"Take {i}.")}]}
+            for fam, t in sorted(tasks.items())[:5] for i in range(per_family)]
+    write_jsonl(path, rows)
+    return rows
+
+
+def test_replay_takes_every_family_in_turn_and_is_seeded(tmp_path):
+    corpus = write_corpus(tmp_path / "sft_train.jsonl", per_family=3)
+    families = {r["op_family"] for r in corpus}
+    five = replay_rows(tmp_path / "sft_train.jsonl", 5, seed=1)
+    fam_of = {r["completion"][0]["content"]: r["op_family"] for r in corpus}
+    assert len(five) == 5 and {fam_of[r["completion"][0]["content"]] for r in five} == families  # one each first
+    assert five == replay_rows(tmp_path / "sft_train.jsonl", 5, seed=1)
+    assert five != replay_rows(tmp_path / "sft_train.jsonl", 5, seed=2)
+    assert all(set(r) == {"prompt", "completion"} for r in five)
+    everything = replay_rows(tmp_path / "sft_train.jsonl", 100, seed=1)
+    assert len(everything) == len(corpus)  # at most the corpus, each example once
+    assert len({r["completion"][0]["content"] for r in everything}) == len(corpus)
+    assert replay_rows(tmp_path / "sft_train.jsonl", 0, seed=1) == []
+
+
+def test_replay_needs_the_corpus_and_joins_the_fine_tune(tmp_path, pool):
+    cfg = smoke_config(tmp_path, tasks_per_round=2, n_samples=2, top_k=2, rounds=1, replay_ratio=1.0)
+    prepare_run(cfg)
+    with pytest.raises(ConfigError, match="replay_ratio"):
+        train_best_of_n(cfg, pool=pool, extra_candidates=good_and_bad)
+    corpus = write_corpus(cfg.paths.sft_train)
+    logged = []
+    res = train_best_of_n(cfg, pool=pool, extra_candidates=good_and_bad, echo=logged.append)
+    assert res.status == "trained"
+    (rec,) = read_rl_log(cfg.paths)
+    want = min(rec["kept"], len(corpus))
+    assert rec["kept"] >= 1 and rec["replayed"] == want and rec["train"]["examples"] == rec["kept"] + want
+    assert any(f"and {want} replayed SFT examples" in m for m in logged)
 
 
 KILL_SCRIPT = textwrap.dedent("""

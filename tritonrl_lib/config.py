@@ -89,6 +89,7 @@ class RLConfig:
     rollout_batch_size: int = 32
     rl_learning_rate: float = 5e-5
     rl_epochs: float = 1.0
+    replay_ratio: float = 0.0  # best-of-N: SFT-corpus examples (every family in turn) per kept pair in each round's fine-tune
     grpo_steps: int = 20
     grpo_beta: float = 0.0
     curriculum_start_p: float = 0.1
@@ -481,8 +482,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")
     for path in (("verify", "workers_per_gpu"), ("verify", "train_workers_per_gpu"), ("verify", "train_timing_warmup"),
-                 ("rl", "redraw_rounds"), ("rl", "refine_turns"), ("data", "heldout_in_family"),
-                 ("sft", "eval_steps"), ("eval", "bootstrap_resamples")):
+                 ("rl", "redraw_rounds"), ("rl", "refine_turns"), ("rl", "replay_ratio"),
+                 ("data", "heldout_in_family"), ("sft", "eval_steps"), ("eval", "bootstrap_resamples")):
         if _get(cfg, path) < 0:
             raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")
     if cfg.rl.overlap_chunks < 1:

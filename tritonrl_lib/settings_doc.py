@@ -63,6 +63,7 @@ DESCRIPTIONS: dict[str, str] = {
     "rollout_batch_size": "sequences decoded together",
     "rl_learning_rate": "learning rate of RL's fine-tuning",
     "rl_epochs": "best-of-N: passes over each round's kept completions",
+    "replay_ratio": "best-of-N: SFT-corpus examples (every family in turn) per kept completion in each round's fine-tune (0: none)",
     "grpo_steps": "GRPO optimizer steps",
     "grpo_beta": "GRPO's KL penalty towards the starting policy (0: none)",
     "curriculum_start_p": "curriculum: the share of Level-2 tasks drawn at first",

@@ -20,7 +20,10 @@ tasks, resume or a fresh start) and does, for each of `rounds` rounds:
    keeps its conversation: the first attempt and the verifier's feedback are its prompt);
 4. the policy's LoRA adapter is fine-tuned on them with the SFT stage's trainer (train/sft.py's
    `build_trainer`, at rl_learning_rate for rl_epochs), and the adapter is saved to the round's
-   folder and to checkpoints/rl (what eval loads);
+   folder and to checkpoints/rl (what eval loads). With `rl.replay_ratio` > 0, that many examples
+   of the run's SFT corpus per kept pair join the fine-tune, every family in turn (`replay_rows`):
+   what a round keeps is mostly the tasks the policy already solves, and fine-tuning on those
+   alone was measured to unlearn others (docs/RESULTS.md "Issue 17");
 5. one line per round goes to logs/rl_log.jsonl: tasks, samples, correct rate by level, mean
    reward, kept, groups with signal, generate / verify / train seconds, verifications per minute,
    rollout tokens/s, the curriculum's P(Level 2) (rl_log.py).
@@ -41,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .. import models
-from ..config import RunConfig, RunPaths
+from ..config import ConfigError, RunConfig, RunPaths
 from ..curriculum import Curriculum, CurriculumSettings
 from ..jsonio import read_json, read_jsonl, write_json, write_jsonl
 from ..prompts import build_messages, format_completion
@@ -92,6 +95,29 @@ def select_top_k(candidates: Sequence[dict[str, Any]], k: int, discount: float =
     return out
 
 
+def replay_rows(corpus: Path, n: int, seed: int) -> list[dict[str, Any]]:
+    """`n` examples of the SFT corpus (01_data's sft_train.jsonl) as prompt/completion rows, the
+    families taken in turn (a seeded order of families, and of examples within each), so a small
+    `n` still reaches many families. At most the whole corpus."""
+    import random
+
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for rec in read_jsonl(corpus):
+        by_family.setdefault(str(rec.get("op_family") or ""), []).append(
+            {"prompt": rec["prompt"], "completion": rec["completion"]})
+    rng = random.Random(seed)
+    families = sorted(by_family)
+    rng.shuffle(families)
+    for name in families:
+        rng.shuffle(by_family[name])
+    rows: list[dict[str, Any]] = []
+    depth = 0
+    while len(rows) < n and any(depth < len(v) for v in by_family.values()):
+        rows += [by_family[f][depth] for f in families if depth < len(by_family[f])][:n - len(rows)]
+        depth += 1
+    return rows
+
+
 def training_rows(kept: Sequence[dict[str, Any]], tasks_by_id: dict[str, Task]) -> list[dict[str, Any]]:
     """SFT rows (TRL's conversational prompt/completion) from the kept candidates: the same prompt
     the policy saw (for a refinement, the conversation up to it), and the completion exactly as it
@@ -116,6 +142,10 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
     `score_final`: sample and verify once more after the last round to measure the final adapter.
     """
     say = echo or (lambda s: print(s, flush=True))
+    corpus = (paths or cfg.paths).sft_train
+    if cfg.rl.replay_ratio > 0 and not corpus.is_file():
+        raise ConfigError(f"rl.replay_ratio={cfg.rl.replay_ratio} replays the SFT corpus, and there is none at {corpus}: "
+                          "run 01_data in this run (or copy its sft_train.jsonl there), or set replay_ratio=0")
     run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
     paths, rounds = run.paths, cfg.rl.rounds
     done = rounds_finished(paths)
@@ -258,9 +288,14 @@ def _keep_and_train(run: RLRun, r: int, cands: list[dict[str, Any]], model, toke
     if kept:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
-        out["train"] = _fine_tune(run.cfg, model, tokenizer, training_rows(kept, {t.id: t for t in run.tasks}),
-                                  files.trainer_dir, seed=run.cfg.seed + 1000 * (r + 1))
-        run.say(f"round {r}: fine-tuned on {len(kept)} kept completions (loss {out['train'].get('train_loss')})")
+        rows = training_rows(kept, {t.id: t for t in run.tasks})
+        replay = replay_rows(run.paths.sft_train, round(run.cfg.rl.replay_ratio * len(kept)), run.cfg.seed + r) \
+            if run.cfg.rl.replay_ratio > 0 else []
+        out["replayed"] = len(replay)
+        out["train"] = _fine_tune(run.cfg, model, tokenizer, rows + replay, files.trainer_dir,
+                                  seed=run.cfg.seed + 1000 * (r + 1))
+        also = f" and {len(replay)} replayed SFT examples" if replay else ""
+        run.say(f"round {r}: fine-tuned on {len(kept)} kept completions{also} (loss {out['train'].get('train_loss')})")
     else:
         out["train"] = None
         run.say(f"round {r}: no correct completion to keep; the adapter is unchanged")
