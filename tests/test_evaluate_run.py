@@ -213,6 +213,13 @@ def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monk
     assert [r["correct"] for r in again.record["detailed_results"]] == [True, False, False, True]
     assert verified and all(any("verdict from cache" in n for n in r["notes"]) for r in verified)
 
+    # forced, it verifies again: no verdict comes from the folder, and no completion from the side file
+    R.write_partial(R.partial_path(out), first.record["fingerprint"], made, {"wall_s": 1.0})
+    monkeypatch.setattr(E, "sample_model", fake_sample)
+    forced = E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet, force=True)
+    assert generated == ["tiny", "tiny"]
+    assert not any("verdict from cache" in n for r in forced.record["detailed_results"] for n in r["notes"])
+
     # completions of other settings are not taken for these
     R.write_partial(R.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, made, {})
     assert R.read_partial(R.partial_path(out), first.record["fingerprint"], tasks, 2) is None

@@ -524,11 +524,14 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
         if partial is not None:
             write_partial(partial, fp, completions, gen_stats)
     log(f"{model_stage}: verifying {sum(len(c) for c in completions)} completions")
-    own = LazyPool(cfg, verdicts=verdicts_dir(out.parent)) if pool is None and out is not None else None
+    # forced: verified again from scratch, not from the verdicts an earlier evaluation kept
+    own = LazyPool(cfg, verdicts=None if force else verdicts_dir(out.parent)) \
+        if pool is None and out is not None else None
     try:
         record = score_completions(cfg, tasks, completions, sampling, model_stage=model_stage, model_path=spec,
-                                   pool=pool if pool is not None else own, task_source=task_source, device=device, progress=progress,
-                                   started=t0, extra={"generation": gen_stats, "fingerprint": fp}, baselines=baselines)
+                                   pool=pool if pool is not None else own, task_source=task_source, device=device,
+                                   progress=progress, started=t0, extra={"generation": gen_stats, "fingerprint": fp},
+                                   baselines=baselines)
     finally:
         if own is not None:
             own.close()
@@ -553,7 +556,7 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
     tasks = load_eval_tasks(cfg, paths)
     log(f"evaluating {', '.join(model_stages)} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r} "
         f"(levels: {', '.join(f'L{l}: {sum(t.level == l for t in tasks)}' for l in sorted({t.level for t in tasks}))})")
-    lazy = LazyPool(cfg, pool, verdicts=verdicts_dir(paths.eval_dir))
+    lazy = LazyPool(cfg, pool, verdicts=None if force else verdicts_dir(paths.eval_dir))
     results: list[ModelEval] = []
     try:
         for model_stage in model_stages:
