@@ -110,7 +110,7 @@ class Session:
         cfg = self.method_cfg(method)
         paths = cfg.paths.ensure()
         shutil.copy2(self.base.split, paths.split)  # the same split: the same training tasks
-        if self.base.sft_train.is_file():  # best-of-N's replay (rl.replay_ratio) reads the SFT corpus
+        if method == "best_of_n" and cfg.rl.replay_ratio > 0:  # replay reads the SFT corpus
             shutil.copy2(self.base.sft_train, paths.sft_train)
         if not models.checkpoint_complete(paths.sft_checkpoint) or \
                 adapter_identity(paths.sft_checkpoint) != adapter_identity(self.base.sft_checkpoint):
@@ -131,7 +131,6 @@ class Session:
 
     def eval(self):
         from tritonrl_lib import models
-        from tritonrl_lib.eval_resume import verdicts_dir
         from tritonrl_lib.evaluate import LazyPool, attach_comparison, evaluate_model, load_eval_tasks
 
         tasks = load_eval_tasks(self.base_cfg, self.base)
@@ -142,7 +141,7 @@ class Session:
         if self.args.with_base:
             stages.insert(0, ("base", None))
         out_dir = self.root / "eval"
-        pool = LazyPool(self.base_cfg, verdicts=verdicts_dir(out_dir))  # verdicts kept as they come: resumable
+        pool = LazyPool(self.base_cfg)  # each stage keeps its verdicts as they come: resumable per sample
         records = {}
         try:
             for stage, folder in stages:
@@ -283,7 +282,7 @@ def export(s: Session, dest: Path) -> None:
         rel = p.relative_to(s.root)
         if not p.is_file() or p.suffix not in keep or rel.parts[0] == "cache" \
                 or any(part.startswith("checkpoint-") or part in ("adapter", "best", "trainer") for part in rel.parts) \
-                or "verdicts" in rel.parts \
+                or any(".resume-" in part for part in rel.parts) \
                 or p.name in ("adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
             continue
         if p.stat().st_size > 15 << 20:

@@ -163,11 +163,12 @@ def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
 
 @pytest.mark.slow
 def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monkeypatch):
-    # a 10-minute device call can end between generating and verifying: the next call must neither
-    # generate again nor verify again what was already verified
+    # a 10-minute device call can end between generating and verifying, or mid-verification: the
+    # next call must neither generate again nor verify again what was already verified
     from tritonrl_lib import eval_resume as R
     from tritonrl_lib import evaluate as E
     from tritonrl_lib.rollout.results import Completion
+    from tritonrl_lib.verify.cache import VerdictCache
 
     cfg = smoke(run_dir, eval_k=2)
     paths = cfg.paths.ensure()
@@ -183,15 +184,22 @@ def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monk
         generated.append(spec)
         return made, {"wall_s": 1.0, "generated_tokens": 20}
 
-    def cut_off(*a, **kw):
+    stored = []
+    real_put = VerdictCache.put
+
+    def put_then_cut_off(self, key, verdict):  # the call ends right after the first verdict is kept
+        real_put(self, key, verdict)
+        stored.append(key)
         raise KeyboardInterrupt
 
     out = paths.eval_file("sft")
     monkeypatch.setattr(E, "sample_model", fake_sample)
-    monkeypatch.setattr(E, "score_completions", cut_off)
+    monkeypatch.setattr(VerdictCache, "put", put_then_cut_off)
     with pytest.raises(KeyboardInterrupt):
         E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet)
-    assert generated == ["tiny"] and not out.exists() and R.partial_path(out).is_file()
+    (resume,) = out.parent.glob(".eval_sft.resume-*")
+    assert generated == ["tiny"] and not out.exists() and R.partial_path(resume).is_file()
+    assert len(stored) == 1 and len(list(R.verdicts_dir(resume).rglob("*.json"))) == 1
 
     monkeypatch.undo()
     monkeypatch.setattr(E, "sample_model", lambda *a, **kw: pytest.fail("generated again"))
@@ -201,26 +209,43 @@ def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monk
     rows = first.record["detailed_results"]
     assert [r["correct"] for r in rows] == [True, False, False, True]
     assert [r["num_tokens"] for r in rows] == [5] * 4 and first.record["generation"]["generated_tokens"] == 20
-    assert not R.partial_path(out).exists()  # the record holds the completions now
-    assert not any("verdict from cache" in n for r in rows for n in r["notes"])
+    # the one verdict kept before the cut came back; the other two were verified now
+    from_cache = [r for r in rows if any("verdict from cache" in n for n in r["notes"])]
+    assert len(from_cache) == 1
+    assert not list(out.parent.glob(".eval_sft.resume-*"))  # the record holds everything now
 
-    # cut off again after the verdicts were in (the record lost): every verdict comes back from the
-    # evaluation's verdict folder, none is verified again
-    out.unlink()
-    R.write_partial(R.partial_path(out), first.record["fingerprint"], made, {"wall_s": 1.0})
-    again = E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet)
-    verified = [r for r in again.record["detailed_results"] if r["reason"] != "no_code"]
-    assert [r["correct"] for r in again.record["detailed_results"]] == [True, False, False, True]
-    assert verified and all(any("verdict from cache" in n for n in r["notes"]) for r in verified)
-
-    # forced, it verifies again: no verdict comes from the folder, and no completion from the side file
-    R.write_partial(R.partial_path(out), first.record["fingerprint"], made, {"wall_s": 1.0})
+    # forced: from scratch (generated again, nothing from an earlier call), and resumable from there
     monkeypatch.setattr(E, "sample_model", fake_sample)
     forced = E.evaluate_model(cfg, "tiny", tasks, model_stage="sft", out=out, progress=False, log=quiet, force=True)
     assert generated == ["tiny", "tiny"]
     assert not any("verdict from cache" in n for r in forced.record["detailed_results"] for n in r["notes"])
 
-    # completions of other settings are not taken for these
-    R.write_partial(R.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, made, {})
-    assert R.read_partial(R.partial_path(out), first.record["fingerprint"], tasks, 2) is None
-    assert R.read_partial(R.partial_path(out), {**first.record["fingerprint"], "sampling": "other"}, tasks, 3) is None
+    # a side file of other settings, or damaged, is not taken for this evaluation
+    fp = first.record["fingerprint"]
+    other = R.resume_dir(out, {**fp, "sampling": "other"})
+    assert other != R.resume_dir(out, fp)
+    R.write_partial(R.partial_path(other), {**fp, "sampling": "other"}, made, {})
+    assert R.read_partial(R.partial_path(other), fp, tasks, 2) is None
+    assert R.read_partial(R.partial_path(other), {**fp, "sampling": "other"}, tasks, 3) is None
+    R.partial_path(other).write_text(json.dumps({"fingerprint": fp, "completions": 7}))
+    assert R.read_partial(R.partial_path(other), fp, tasks, 2) is None
+    R.clear_resume(out)
+    assert not other.exists()
+
+
+def test_a_forced_compare_reaches_the_evaluation(run_dir, monkeypatch):
+    # `tritonrl eval --compare --force` must evaluate again, not reuse records or resume state
+    from tritonrl_lib import evaluate as E
+    from tritonrl_lib.cli import main
+
+    seen = {}
+
+    def fake_run(cfg, paths, **kw):
+        seen.update(kw)
+        raise EvalError("stopped here by the test")
+
+    monkeypatch.setattr(E, "evaluate_run", fake_run)
+    for extra, want in (([], False), (["--force"], True)):
+        seen.clear()
+        assert main(["eval", "--params", "smoke", "-p", f"outputs_dir={run_dir}", "--quiet", "--compare", *extra]) == 2
+        assert seen["force"] is want

@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 return _bad("--out goes with --model; --compare writes each stage to the run's eval/ folder")
             # no paths.ensure(): a command that fails (no such run, no split) leaves no empty run folder;
             # the eval record's writer makes eval/ when there is something to write
-            result = evaluate_run(cfg, paths, progress=progress, log=log)
+            result = evaluate_run(cfg, paths, force=args.force, progress=progress, log=log)
             records = result.records()
             skipped = [s for s in result.evals if s.status == "skipped"]
         else:

@@ -1,11 +1,20 @@
 """Resuming an evaluation mid-way. An evaluation is generate (a minute or two) then verify (several):
-a call cut off in between must not throw either away. The completions are kept beside the record
-until the record is written (`eval_<stage>.completions.json`); verdicts, as each comes in, in the
-evaluation pool's verdict folder (`eval/verdicts`, evaluate.LazyPool). Same fingerprint only.
+a call cut off in between must not throw either away.
+
+Everything an unfinished evaluation keeps lives in one hidden folder beside its record, named after
+the record and its fingerprint (`.eval_sft.resume-<digest>/`): `completions.json`, written once
+generation has finished, and `verdicts/`, where the evaluation's pool stores each verdict as it
+comes in (verify/cache.py's keys and rules: nothing that depends on the machine's load). Another
+fingerprint (other weights, tasks, sampling, verifier settings, device) finds another folder, so
+nothing stale is ever read. Writing the record removes every such folder of that record; a forced
+evaluation removes them first. run_state treats the folders as scratch.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -13,26 +22,39 @@ from .jsonio import DamagedFile, read_json, write_json
 from .tasks.task import Task
 
 COMPLETION_FIELDS = ("prompt_index", "sample_index", "text", "num_tokens", "prompt_tokens", "finish_reason", "seconds")
+RESUME_MARK = ".resume-"
 
 
-def partial_path(out: Path) -> Path:
-    return out.with_name(out.stem + ".completions.json")
+def resume_dir(out: Path, fp: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(fp, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return out.with_name(f".{out.stem}{RESUME_MARK}{digest}")
 
 
-def verdicts_dir(eval_dir: Path) -> Path:
-    """Where an evaluation's own pool keeps its verdicts (see LazyPool)."""
-    return eval_dir / "verdicts"
+def clear_resume(out: Path) -> None:
+    """Remove what unfinished evaluations of this record kept (any fingerprint)."""
+    for folder in out.parent.glob(f".{out.stem}{RESUME_MARK}*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def partial_path(resume: Path) -> Path:
+    return resume / "completions.json"
+
+
+def verdicts_dir(resume: Path) -> Path:
+    return resume / "verdicts"
 
 
 def write_partial(path: Path, fp: dict[str, Any], completions: Sequence[Sequence[Any]], gen_stats: dict[str, Any]) -> None:
     rows = [[{k: getattr(c, k) for k in COMPLETION_FIELDS} if not isinstance(c, str) else {"text": c} for c in cs]
             for cs in completions]
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {"fingerprint": fp, "generation": gen_stats, "completions": rows})
 
 
 def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
                  ) -> tuple[list[list[Any]], dict[str, Any]] | None:
-    """The completions an earlier call generated for this very evaluation, or None."""
+    """The completions an earlier call generated for this very evaluation, or None (missing,
+    damaged, or of other settings)."""
     from .rollout.results import Completion
 
     try:
@@ -41,11 +63,11 @@ def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
         return None
     if not isinstance(data, dict) or data.get("fingerprint") != fp:
         return None
-    rows = data.get("completions")
-    if not isinstance(rows, list) or len(rows) != len(tasks) or any(len(cs) != k for cs in rows):
-        return None
     try:
+        rows = data["completions"]
+        if len(rows) != len(tasks) or any(len(cs) != k for cs in rows):
+            return None
         completions = [[c["text"] if set(c) == {"text"} else Completion(token_ids=[], **c) for c in cs] for cs in rows]
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, AttributeError):
         return None
     return completions, data.get("generation") or {}

@@ -86,8 +86,10 @@ def step_settings(cfg: RunConfig, step: Step) -> dict[str, Any]:
 
 
 def _is_scratch(path: Path) -> bool:
-    # temp files of atomic writes (.name.PID.tmp) and half-done saves (.saving-*/) come and go
-    return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-")) for part in path.parts)
+    # temp files of atomic writes (.name.PID.tmp), half-done saves (.saving-*/) and an unfinished
+    # evaluation's resume folder (.eval_<stage>.resume-*/, eval_resume.py) come and go
+    return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-") or ".resume-" in part)
+               for part in path.parts)
 
 
 def file_sha256(path: Path) -> str:

@@ -143,6 +143,8 @@ def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str
     """What an RL run's results depend on; its checkpoints are resumed only when this matches."""
     rl = dataclasses.asdict(cfg.rl)
     rl["method"] = method
+    if method != "best_of_n" or not rl["replay_ratio"]:
+        del rl["replay_ratio"]  # only best-of-N replays: off, runs fingerprinted before it existed still resume
     train = {k: getattr(cfg.sft, k) for k in ("per_device_batch_size", "grad_accum_steps", "max_seq_len", "packing")}
     return {"method": method, "rl": rl, "model": dataclasses.asdict(cfg.model), "seed": cfg.seed,
             "verify": dataclasses.asdict(cfg.verify), "train": train, "start": adapter_identity(start),
