@@ -27,7 +27,8 @@ Stages, in order (`--only a,b` runs some of them; the summary is always written)
               signal and correct rate with its trend, the evaluation with intervals
 
 `--export DIR` copies what is small (summary, eval records, logs, split, charts; never weights) to
-DIR, e.g. the device call's $OUT. The verdict and model caches go to RESULTS/cache unless
+DIR, e.g. the device call's $OUT; `--export-sft` adds the finished SFT adapter as DIR/sft_adapter.tgz,
+which a later session unpacks into RESULTS/runs/base/checkpoints/ to start at RL. The verdict and model caches go to RESULTS/cache unless
 $TRITONRL_CACHE says otherwise.
 """
 
@@ -292,12 +293,33 @@ def export(s: Session, dest: Path) -> None:
         shutil.copy2(p, target)
 
 
+def export_sft_adapter(s: Session, dest: Path) -> str:
+    """The finished SFT adapter as dest/sft_adapter.tgz (~10 MB for the embedded model), so a later
+    session can bring it along and start at RL: unpacked into RESULTS/runs/base/checkpoints/ beside
+    the same data, the sft stage finds it finished (its marker's fingerprint: model, settings, seed,
+    data). Trainer checkpoints stay behind."""
+    import tarfile
+
+    from tritonrl_lib import models
+
+    folder = s.base.sft_checkpoint
+    if not models.checkpoint_complete(folder):
+        return f"no finished SFT adapter at {folder} to export"
+    target = dest / "sft_adapter.tgz"
+    with tarfile.open(target, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name, filter=lambda ti: None if "/checkpoint-" in f"/{ti.name}" else ti)
+    return (f"exported the SFT adapter to {target} ({target.stat().st_size / 1e6:.1f} MB): unpack it into "
+            f"RESULTS/runs/base/checkpoints/ of a later session to start at RL")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", help="the session's folder: runs, evaluation, summary (resumed when it exists)")
     ap.add_argument("--profile", default="gpu")
     ap.add_argument("--only", default="", help=f"comma-separated stages among {', '.join(STAGES)}")
     ap.add_argument("--with-base", action="store_true", help="evaluate the base model too")
+    ap.add_argument("--export-sft", action="store_true",
+                    help="with --export: also the finished SFT adapter, as sft_adapter.tgz (a later session starts at RL)")
     ap.add_argument("--export", default=os.environ.get("OUT", ""), help="copy the small results here ($OUT)")
     ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                     help="override a setting of every stage, e.g. -p rounds=2 -p num_tasks=12")
@@ -331,6 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.export:
             export(s, Path(args.export))
             s.say(f"exported the small files to {args.export}")
+            if args.export_sft:
+                s.say(export_sft_adapter(s, Path(args.export)))
     return rc
 
 

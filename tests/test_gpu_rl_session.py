@@ -27,7 +27,7 @@ def test_the_session_resumes_and_summarises(tmp_path):
     results, exported = tmp_path / "s", tmp_path / "out"
     first = session(results, "--only", "data,sft")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    second = session(results, "--export", str(exported))
+    second = session(results, "--export", str(exported), "--export-sft")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     log = [json.loads(line) for line in (results / "session_log.jsonl").read_text().splitlines()]
     assert [(r["call"], r["stage"], r["status"]) for r in log] == [
@@ -43,3 +43,20 @@ def test_the_session_resumes_and_summarises(tmp_path):
     assert "RL minus SFT" in (results / "summary.md").read_text()
     assert (exported / "summary.md").is_file() and (exported / "eval" / "comparison.json").is_file()
     assert not list(exported.rglob("*.safetensors"))
+
+    # the SFT adapter travels on its own: a later session with the same data starts at RL
+    import shutil
+    import tarfile
+
+    with tarfile.open(exported / "sft_adapter.tgz") as tar:
+        names = tar.getnames()
+    assert "sft/adapter_model.safetensors" in names and not any("checkpoint-" in n for n in names)
+    later = tmp_path / "later"
+    shutil.copytree(results / "runs" / "base" / "data", later / "runs" / "base" / "data")
+    with tarfile.open(exported / "sft_adapter.tgz") as tar:
+        tar.extractall(later / "runs" / "base" / "checkpoints", filter="data")
+    third = session(later, "--only", "data,sft")
+    assert third.returncode == 0, third.stdout[-3000:] + third.stderr[-3000:]
+    relog = [json.loads(line) for line in (later / "session_log.jsonl").read_text().splitlines()]
+    assert [(r["stage"], r["result"].get("status", r["result"].get("skipped"))) for r in relog] == \
+        [("data", True), ("sft", "already_done")]
