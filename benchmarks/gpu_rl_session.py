@@ -277,13 +277,15 @@ def summarize(s: Session) -> dict:
 
 def export(s: Session, dest: Path) -> None:
     """The small files of the session (no weights, no trainer checkpoints, no caches) to `dest`."""
+    from tritonrl_lib.eval_resume import is_resume_folder
+
     dest.mkdir(parents=True, exist_ok=True)
     keep = (".json", ".jsonl", ".md", ".png", ".yaml")
     for p in s.root.rglob("*"):
         rel = p.relative_to(s.root)
         if not p.is_file() or p.suffix not in keep or rel.parts[0] == "cache" \
                 or any(part.startswith("checkpoint-") or part in ("adapter", "best", "trainer") for part in rel.parts) \
-                or any(".resume-" in part for part in rel.parts) \
+                or any(is_resume_folder(part) for part in rel.parts) \
                 or p.name in ("adapter_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
             continue
         if p.stat().st_size > 15 << 20:

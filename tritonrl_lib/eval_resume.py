@@ -30,6 +30,11 @@ def resume_dir(out: Path, fp: dict[str, Any]) -> Path:
     return out.with_name(f".{out.stem}{RESUME_MARK}{digest}")
 
 
+def is_resume_folder(name: str) -> bool:
+    """Whether a path part names such a folder (run_state's scratch, the session's export skip it)."""
+    return name.startswith(".") and RESUME_MARK in name
+
+
 def clear_resume(out: Path) -> None:
     """Remove what unfinished evaluations of this record kept (any fingerprint)."""
     for folder in out.parent.glob(f".{out.stem}{RESUME_MARK}*"):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .config import RunConfig, RunPaths
+from .eval_resume import is_resume_folder
 from .jsonio import DamagedFile, read_json, write_json
 
 
@@ -88,7 +89,7 @@ def step_settings(cfg: RunConfig, step: Step) -> dict[str, Any]:
 def _is_scratch(path: Path) -> bool:
     # temp files of atomic writes (.name.PID.tmp), half-done saves (.saving-*/) and an unfinished
     # evaluation's resume folder (.eval_<stage>.resume-*/, eval_resume.py) come and go
-    return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-") or ".resume-" in part)
+    return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-")) or is_resume_folder(part)
                for part in path.parts)
 
 
