@@ -44,3 +44,15 @@ def test_a_task_that_cannot_fit_says_so_with_its_sizes():
 def test_unknown_footprint_keeps_the_configured_limits():
     b = Budget.for_task(None, SETTINGS, "cuda", GPU, HOST, sharers=2)
     assert not b.exclusive and b.memory_limit_mb == SETTINGS.memory_limit_mb and b.reference_bytes == 0
+
+
+def test_the_reference_cache_takes_a_task_whose_record_fits_a_quarter_of_it():
+    # ReLU at RL's training sizes (KernelBench's 4096 x 8192 float32 with the batch / 4): 32 MiB in,
+    # 32 MiB out, about 0.5 GiB over its input sets; the published sizes' 4x that
+    training = Budget.for_task(fp(1 / 32, 1 / 32), SETTINGS, "cuda", GPU, HOST, sharers=12)
+    published = Budget.for_task(fp(1 / 8, 1 / 8), SETTINGS, "cuda", GPU, HOST, sharers=12)
+    assert training.cacheable_inputs and not published.cacheable_inputs
+    small_cache = JobSettings.for_device(VerifyConfig(reference_cache_mb=1024), "cuda")
+    assert not Budget.for_task(fp(1 / 32, 1 / 32), small_cache, "cuda", GPU, HOST, sharers=12).cacheable_inputs
+    off = JobSettings.for_device(VerifyConfig(reference_cache_mb=0), "cuda")
+    assert not Budget.for_task(fp(0.001, 0.001), off, "cuda", GPU, HOST, sharers=12).cacheable_inputs

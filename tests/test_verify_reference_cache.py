@@ -391,3 +391,19 @@ def test_a_worker_that_never_ran_a_task_gets_its_reference_phase_from_another():
                                                  "settings": {"num_variations": 6}}) in second.ref_keys
     assert [_summary(v) for v in got] == expected  # the same verdicts, wrong ones still wrong
     assert all(cached(v) for v in got), [v.phases for v in got]  # nobody ran the reference phase again
+
+
+# 80 x 65536 float32: 20 MiB in and 20 MiB out, so about 0.3 GiB over the input sets: more than the
+# 32 MiB (in + out) the cache once stopped at (RL's training sizes of KernelBench's element-wise tasks
+# are this size), far less than a quarter of the default cache
+MID_RELU = case("tasks", "relu").replace("batch_size = 16", "batch_size = 80").replace("dim = 256", "dim = 65536")
+
+
+def test_a_task_of_tens_of_megabytes_is_cached_and_judged_the_same():
+    big_block = case("candidates", "relu_ok").replace("BLOCK_SIZE=1024", "BLOCK_SIZE=1 << 16")
+    wrong = big_block.replace("tl.where(x > 0, x, 0.0)", "tl.where(x > 0, 1.5 * x, 0.0)")
+    names = [big_block, wrong, big_block]
+    with VerifierPool(VerifyConfig(timeout_s=120), workers=1, device="cpu", cache=False, progress=False) as p:
+        got = p.map(task("relu_mid", MID_RELU), names)
+    assert [v.correct for v in got] == [True, False, True], [(v.reason, v.error[-300:]) for v in got]
+    assert not cached(got[0]) and cached(got[1]) and cached(got[2]), [v.phases for v in got]

@@ -70,6 +70,18 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 # --------------------------------------------------------------------------- rows
 
 
+ERROR_CHARS = 500  # of a verdict's error text kept in an evaluation's record
+
+
+def clip_error(text: str, limit: int = ERROR_CHARS) -> str:
+    """A long error kept as its first line (where it happened: "runtime_error on the original inputs")
+    and its end (the exception itself: the last lines of a traceback), not its middle."""
+    if len(text) <= limit:
+        return text
+    head = text.split("\n", 1)[0][: limit // 4]
+    return f"{head}\n...\n{text[-(limit - len(head) - 5):]}"
+
+
 def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, model_stage: str,
                name: str = "", completion: str | None = None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """One `detailed_results` row: the task and sample, and what the verifier said.
@@ -90,7 +102,7 @@ def sample_row(verdict: Verdict, *, task_id: str, level: int, sample: int, model
         "ref_time_ms": _finite_or_none(verdict.ref_time_ms),
         "kernel_time_ms": _finite_or_none(verdict.kernel_time_ms),
         "cheat_flags": list(verdict.cheat_flags),
-        "error": (verdict.error or "")[:500],
+        "error": clip_error(verdict.error or ""),
         "notes": list(verdict.notes),
     }
     if extra:

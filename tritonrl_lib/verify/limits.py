@@ -40,6 +40,7 @@ SMALL_DATA_BYTES = 256 << 20  # task data the configured memory limit is expecte
 SETUP_S = 180.0  # a process's own set-up (CUDA context on a busy, cold machine)
 REFERENCE_S_PER_GIB = 4.0  # the reference phase's budget grows with the bytes its input sets move
 WALL_FACTOR = 4.0  # the wall-clock backstop: this many times the candidate's CPU-time budget
+RECORD_SHARE_OF_CACHE = 0.25  # the largest reference record a worker's cache takes, of its size
 LARGER_FACTORS = (2.0, 1.5)  # the other-size set's batch, largest that fits; else a smaller size:
 SMALLER_FACTORS = (0.75, 0.5)
 
@@ -125,13 +126,20 @@ class Budget:
                    transfer_bytes=max(GIB, 4 * (memory_mb << 20), int(3 * fp.output_bytes * (6 + factor))),
                    larger_factor=factor,
                    reference_s=float(settings.timeout_s) + REFERENCE_S_PER_GIB * moved / GIB,
-                   cacheable_inputs=(fp.input_bytes + fp.output_bytes) * 8 <= 256 << 20,
+                   cacheable_inputs=cacheable(moved, settings),
                    note="" if fp.complete else fp.note)
 
     @classmethod
     def _too_large(cls, fp: Footprint, settings: JobSettings, why: str) -> Budget:
         return cls(0.0, True, int(settings.memory_limit_mb), FILE_SIZE_LIMIT, GIB, 1.0, float(settings.timeout_s),
                    False, too_large=f"the task does not fit this machine: {why}")
+
+
+def cacheable(record_bytes: float, settings: JobSettings) -> bool:
+    """Whether the worker's reference cache keeps a task's record of about `record_bytes` (every input
+    set's inputs and reference outputs): at most a quarter of the cache, so it holds four such tasks
+    at least. The cache's own byte bound and the pool's share of the machine's memory still apply."""
+    return record_bytes <= (int(settings.reference_cache_mb) << 20) * RECORD_SHARE_OF_CACHE
 
 
 def _gib(n: float) -> str:
