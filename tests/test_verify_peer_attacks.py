@@ -147,7 +147,7 @@ TABLE = [
     Case("peer_timing_perf_counter", "relu", CHEAT),
     Case("peer_timing_do_bench", "relu", CHEAT),
     Case("peer_timing_count_k3", "relu", WRONG),
-    Case("peer_timing_count_k7", "relu", ANY, gpu_expect=WRONG, gpu_through=TIMED),
+    Case("peer_timing_count_k7", "relu", ANY, gpu_expect=WRONG, gpu_through=""),  # caught on the H100 (2026-11-24)
     Case("peer_timing_background_thread", "relu", CHEAT),
     Case("peer_timing_cache_data_ptr", "relu", WRONG),
     # keyed by two sampled values: every correctness set misses; timed trials alternate two sets of values
