@@ -50,3 +50,14 @@ def test_kernelbook_rows_join_the_sft_set_and_the_labels(run_dir):
     assert result.counts["kernelbook"]["skipped"] == {"entry_point_not_found": 1, "python_syntax_error": 1,
                                                       "no_triton_kernel": 1, "duplicate": 1}
     assert any(m.startswith("KernelBook: 4 of 8 rows") for m in result.messages)
+
+
+def test_the_corpus_is_verified_without_timing_or_a_reference_cache_whatever_the_run_sets():
+    from tritonrl_lib.data.stage import data_verify_config
+    from tritonrl_lib.verify.settings import JobSettings
+
+    cfg = load_config("gpu", overrides={"data_verify_device": "auto", "timing": "on"})
+    v = data_verify_config(cfg)
+    assert v.timing == "off" and v.reference_cache_mb == 0
+    assert not JobSettings.for_device(v, "cuda").timing_enabled  # what a GPU worker is told
+    assert cfg.verify.timing == "on"  # the run's own setting (RL, evaluation) is untouched

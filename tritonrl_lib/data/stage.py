@@ -55,8 +55,10 @@ def data_verify_config(cfg: RunConfig):
     """The verifier settings of the corpus: the run's, without the workers' reference cache. Every
     generated example is a task of its own, so a kept reference is never used again; and a worker
     keeping hundreds of them ran out of the descriptors `select()` can watch (measured: 118 of 424
-    candidates lost as `internal_error: filedescriptor out of range in select()`, 0 without)."""
-    return dataclasses.replace(cfg.verify, reference_cache_mb=0)
+    candidates lost as `internal_error: filedescriptor out of range in select()`, 0 without).
+    Nor timing: a training pair needs a correct kernel, not its speed, and on a GPU each timed
+    candidate holds the GPU alone, so timing would put the corpus's candidates one after another."""
+    return dataclasses.replace(cfg.verify, reference_cache_mb=0, timing="off")
 
 
 def tasks_digest(tasks: list[Task]) -> str:
