@@ -22,7 +22,7 @@ from . import reasons as R
 from .compile_check import warm_full_pipeline
 from .footprint import Footprint, probe
 from .judge import Judge
-from .limits import Budget, Limits, gpu_sharers, host_memory_bytes, memory_share_bytes
+from .limits import Budget, Limits, gpu_sharers, host_memory_bytes, reference_cache_bytes
 from .verdict import Verdict
 from .native_builds import NativeBuilder
 from .reference_cache import ReferenceCache, cache_key, recv_fds, send_record
@@ -92,8 +92,7 @@ def ask_exclusive(conn: Any) -> bool:
 def _reference_cache(max_mb: int) -> ReferenceCache:
     """The worker's one reference cache, resized to the job's setting, capped at its share of the
     machine's memory (0 empties and disables it)."""
-    share = memory_share_bytes()
-    _REFERENCES.max_bytes = min(max(0, max_mb) << 20, share if share is not None else 1 << 62)
+    _REFERENCES.max_bytes = reference_cache_bytes(max_mb)
     if not _REFERENCES.max_bytes:
         _REFERENCES.clear()
     return _REFERENCES

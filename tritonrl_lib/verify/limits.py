@@ -135,11 +135,18 @@ class Budget:
                    False, too_large=f"the task does not fit this machine: {why}")
 
 
+def reference_cache_bytes(max_mb: int) -> int:
+    """The size of this worker's reference cache: `verify.reference_cache_mb`, capped at its share of
+    the machine's memory (memory_share_bytes); 0 disables it."""
+    share = memory_share_bytes()
+    return min(max(0, int(max_mb)) << 20, share if share is not None else 1 << 62)
+
+
 def cacheable(record_bytes: float, settings: JobSettings) -> bool:
     """Whether the worker's reference cache keeps a task's record of about `record_bytes` (every input
     set's inputs and reference outputs): at most a quarter of the cache, so it holds four such tasks
-    at least. The cache's own byte bound and the pool's share of the machine's memory still apply."""
-    return record_bytes <= (int(settings.reference_cache_mb) << 20) * RECORD_SHARE_OF_CACHE
+    at least."""
+    return record_bytes <= reference_cache_bytes(settings.reference_cache_mb) * RECORD_SHARE_OF_CACHE
 
 
 def _gib(n: float) -> str:
