@@ -644,6 +644,59 @@ def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_referen
     assert not v.correct and v.reason == "mismatch:dtype:bfloat16"
 
 
+def _timed_run(j, refs: dict, cands: dict, timed_set: str, timed_out):
+    """tiny, then full-stage input sets `refs` (name -> (reference, float32-accumulated reference or
+    None)) answered by `cands`, then one timed call's output on `timed_set`; returns the verdict."""
+    from tritonrl_lib.verify.encoding import encode_outputs
+
+    tiny = torch.randn(4)
+    assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
+    for name, (ref, alt) in refs.items():
+        metas, blobs = encode_outputs([ref])
+        header = {"type": "ref", "name": name, "stage": "full", "inputs": "x", "outputs": metas}
+        if alt is not None:
+            header["alt_outputs"], alt_blobs = encode_outputs([alt])
+            blobs = blobs + alt_blobs
+        assert j.on_message(header, [bytearray(b) for b in blobs]) is None
+    assert _send(j, {"type": "ref_done"}) is None
+    assert _send(j, {"type": "stage", "stage": "compile"}) is None
+    assert _send(j, *_cand("tiny", tiny.clone())) is None
+    assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
+    for name in refs:
+        assert _send(j, *_cand(name, cands[name])) is None
+    assert _send(j, {"type": "gate", "stage": "full"}) == "go"
+    if _send(j, {"type": "timed", "trial": 1, "set": timed_set}, [timed_out]) is None:
+        assert _send(j, {"type": "timing", "ref_ms": [2.0] * 20, "cand_ms": [1.0] * 20, "device_name": "H100"}) is None
+        _send(j, {"type": "done"})
+    return Verdict.from_dict(j.finalize(_outcome()))
+
+
+def test_judge_holds_timed_outputs_to_the_standard_the_same_inputs_met_before_timing():
+    # Seen on the H100: a bfloat16 scan kernel accumulating in float32 matched only the
+    # float32-accumulated reference, passed the full stage, and its timed outputs (the same values)
+    # were then held to the half reference alone: "cheat:timed_output_wrong" for a correct kernel.
+    accurate, drifting = _scan_case()
+    refs = {"original": (drifting, accurate)}
+    v = _timed_run(_judge(), refs, {"original": accurate.clone()}, "original", accurate.clone())
+    assert v.correct and v.reason == "ok" and not v.cheat_flags, (v.reason, v.error)
+    # a timed output that matches neither reference is still caught
+    v = _timed_run(_judge(), refs, {"original": accurate.clone()}, "original",
+                   (accurate.float() + 5).to(torch.bfloat16))
+    assert not v.correct and v.cheat_flags == ["timed_output_wrong"]
+
+    # odd timed trials run on the seed set's values: outputs 8x the original's keep the atol grown 8x
+    torch.manual_seed(1)
+    small, large = torch.randn(256), 8 * torch.randn(256)
+    off = large + 0.05 * torch.sign(large)  # within atol x 8 (and the norm rule), beyond the plain atol + rtol
+    assert ((off - large).abs() > 1e-2 + 1e-2 * large.abs()).any()
+    refs = {"original": (small, None), "seed": (large, None)}
+    cands = {"original": small.clone(), "seed": off.clone()}
+    v = _timed_run(_judge(), refs, cands, "seed", off.clone())
+    assert v.correct and not v.cheat_flags, (v.reason, v.error)
+    v = _timed_run(_judge(), refs, cands, "seed", large + 1.0)
+    assert not v.correct and v.cheat_flags == ["timed_output_wrong"]
+
+
 def test_judge_refuses_a_malformed_alternative_reference():
     from tritonrl_lib.verify.encoding import encode_outputs
 

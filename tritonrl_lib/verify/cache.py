@@ -20,7 +20,7 @@ from typing import Any
 from . import reasons
 from .verdict import Verdict
 
-VERIFIER_VERSION = "7"
+VERIFIER_VERSION = "8"  # 8: timed outputs judged by the standard their inputs met in the full stage
 
 # settings that can change a verdict (timeout and memory limit only decide verdicts never stored)
 KEY_SETTINGS = ("atol", "rtol", "half_atol", "half_rtol", "num_variations", "timing_enabled", "timing_warmup",
