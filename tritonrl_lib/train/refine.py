@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..metrics import clip_error
 from ..prompts import FENCE_OPEN, build_messages
 from ..tasks.task import Task
 
@@ -34,9 +35,8 @@ def feedback_text(verdict: dict[str, Any]) -> str:
     reason = str(verdict.get("reason") or "rejected")
     head = reason.split(":", 1)[0]
     hint = REASON_HINTS.get(head)
-    error = " ".join(str(verdict.get("error") or "").split())
-    if len(error) > ERROR_EXCERPT_CHARS:
-        error = error[:ERROR_EXCERPT_CHARS] + " ..."
+    # where it happened (the first line) and the exception itself (a traceback's end), as one paragraph
+    error = " ".join(clip_error(str(verdict.get("error") or "").strip(), ERROR_EXCERPT_CHARS).split())
     lines = [f"The verifier rejected this module at the `{verdict.get('stage', 'none')}` stage: {reason}"
              + (f" ({hint})." if hint else ".")]
     if error:
