@@ -151,6 +151,21 @@ def test_inputs_a_sealed_file_cannot_hold_exactly_are_not_cached(pool):
     assert all(v.correct for v in vs) and not any(cached(v) for v in vs)
 
 
+MUTATING_REFERENCE = case("tasks", "relu").replace("        return torch.relu(x)",
+                                                   "        x.mul_(2)  # changes its input in place\n"
+                                                   "        return torch.relu(x)")
+RELU_OF_DOUBLE = case("candidates", "relu_ok").replace("tl.where(x > 0, x, 0.0)", "tl.where(x > 0, 2.0 * x, 0.0)")
+
+
+def test_a_reference_that_changes_its_inputs_leaves_later_candidates_the_values_it_was_given(pool):
+    # the cache kept the inputs after the reference's forward had doubled them: from the second
+    # candidate on, a correct kernel ran on doubled inputs against outputs of the original ones
+    assert "x.mul_(2)" in MUTATING_REFERENCE and "2.0 * x" in RELU_OF_DOUBLE
+    vs = pool.map(task("mutating", MUTATING_REFERENCE), [RELU_OF_DOUBLE] * 3)
+    assert all(v.correct for v in vs), [(v.reason, v.error[-300:]) for v in vs]
+    assert cached(vs[-1])
+
+
 TAMPERER = case("candidates", "relu_ok") + '''
 
 def _tamper():
