@@ -372,6 +372,10 @@ class Judge:
             return self._fail(R.PROTOCOL_ERROR, "candidate outputs and data do not match")
         cached_from = [other for other, seen in self.cand_outputs.items()
                        if same_bytes(seen, blobs) and self._references_differ(other, name)]
+        if cached_from and self._right_on(name, metas, blobs):
+            # right on this set by its own standard as well: one answer fits both sets' references (a
+            # float32 output on half inputs that are exact in half, an offset-blind output), so not cached
+            cached_from = []
         self.cand_outputs[name] = blobs
         if cached_from:
             self._flag(R.CACHED_OUTPUT, f"forward returned bit-identical outputs for the {name} and {cached_from[0]} "
@@ -426,6 +430,17 @@ class Judge:
             if not compare(ma, ba, mb, bb, atol, rtol)["ok"]:
                 return True
         return False
+
+    def _right_on(self, name: str, metas: list[Any], blobs: list[Any]) -> bool:
+        """Whether the outputs pass input set `name`'s reference by the set's own standard."""
+        if len(metas) != len(self.refs[name]["metas"]):
+            return False
+        blob_iter = iter(blobs)
+        for i, cm in enumerate(metas):
+            cb = next(blob_iter, b"") if isinstance(cm, dict) and cm.get("kind") == "tensor" else b""
+            if not self._held_to_reference(name, i, cm if isinstance(cm, dict) else {}, cb)["ok"]:
+                return False
+        return True
 
     def _cand_skip(self, header: dict[str, Any]) -> str | None:
         """The candidate raised on a half-precision input set: only the task's own dtype is required,
