@@ -697,6 +697,87 @@ def test_judge_holds_timed_outputs_to_the_standard_the_same_inputs_met_before_ti
     assert not v.correct and v.cheat_flags == ["timed_output_wrong"]
 
 
+def test_timed_outputs_are_kept_as_returned_when_the_kernel_reuses_its_output_buffer():
+    import gc
+    import itertools
+    import time as _time
+    import types
+
+    from tritonrl_lib.verify.candidate_phase import kept_as_returned
+    from tritonrl_lib.verify.timing import time_pair
+
+    picks = itertools.count()
+    clock = types.SimpleNamespace(  # time_pair's primitives, on the CPU
+        buf=torch.zeros(8), sync=lambda: None, spin=lambda cycles: None, zero=torch.Tensor.zero_, stream=None,
+        record=lambda ev, stream: ev.__setitem__(0, _time.perf_counter()), event_sync=lambda ev: None,
+        elapsed=lambda a, b: (b[0] - a[0]) * 1e3, new_event=lambda: [0.0], sigmask=None,
+        urandom=lambda n: next(picks).to_bytes(4, "little"),  # trials 0-4 checked, and the last
+        gc_disable=gc.disable, gc_enable=gc.enable, gc_enabled=gc.isenabled)
+    x, buffer = torch.zeros(16), torch.empty(16)
+
+    def refill(trial):  # the values change in place between trials, as the seed set's do
+        x.fill_(float(trial))
+
+    def cand():  # an honest kernel that writes every call into the one buffer it returns
+        return buffer.copy_(x * 2)
+
+    copied, by_reference = [], []
+
+    def keep(trial, out):
+        copied.append((trial, kept_as_returned(out, torch.Tensor.clone, lambda: None)))
+        by_reference.append((trial, out))
+
+    time_pair(lambda: x + 1, cand, 1, 10, clock=clock, on_output=keep, checked=5, before_cand=refill)
+    assert [t for t, _ in copied] == [0, 1, 2, 3, 4, 9]
+    assert all(torch.equal(outs[0], torch.full((16,), 2.0 * t)) for t, outs in copied)
+    # kept by reference (before): every checked trial held the last trial's result
+    assert all(torch.equal(out, torch.full((16,), 18.0)) for _, out in by_reference)
+
+
+def test_one_output_right_for_two_input_sets_is_not_a_cached_answer():
+    # a float32 task on integer-valued inputs: its float16 set has the same values, so a kernel that
+    # returns float32 on half inputs (allowed) gives the original's very bytes, while the references
+    # differ (float32 against float16): right on both sets, it was flagged cheat:cached_output
+    from tritonrl_lib.verify.encoding import encode_outputs
+
+    values = torch.arange(64, dtype=torch.float32) % 7 - 3
+    out = torch.relu(values)
+    j = _judge(timing_enabled=False)
+    tiny = torch.randn(4)
+    _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny])
+    _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [out])
+    metas, blobs = encode_outputs([out.half()])
+    j.on_message({"type": "ref", "name": "dtype:float16", "stage": "full", "inputs": "x", "outputs": metas},
+                 [bytearray(b) for b in blobs])
+    _send(j, {"type": "ref_done"})
+    _send(j, {"type": "stage", "stage": "compile"})
+    _send(j, *_cand("tiny", tiny.clone()))
+    assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
+    assert _send(j, *_cand("original", out.clone())) is None
+    assert _send(j, *_cand("dtype:float16", out.clone())) is None
+    assert _send(j, {"type": "gate", "stage": "full"}) == "go"
+    _send(j, {"type": "done"})
+    v = Verdict.from_dict(j.finalize(_outcome()))
+    assert v.correct and not v.cheat_flags, (v.reason, v.error)
+    # the same bytes where they are wrong for the second set are still a cached answer
+    v = _scaled_run(_judge(timing_enabled=False), out, out.clone(), out * 2 + 1, out.clone())
+    assert not v.correct and "cached_output" in v.cheat_flags
+
+
+def test_timing_refills_only_a_set_of_the_same_layout_and_plain_values():
+    from tritonrl_lib.verify.candidate_phase import same_layout
+
+    x, w = torch.randn(4, 8), torch.randn(8)
+    assert same_layout([x, w, 3], [torch.randn(4, 8), torch.randn(8), 3], values_too=True)
+    # a seed set drawn at other sizes would be broadcast or refused by copy_: never refilled
+    assert not same_layout([x, w], [torch.randn(4, 16), torch.randn(8)])
+    assert not same_layout([x], [torch.randn(8, 4).t()])  # same shape, other strides
+    assert not same_layout([x], [x.double()]) and not same_layout([x], [x, w])
+    # its scalar arguments must be the same: a refill copies tensors, the reference had the seed's scalar
+    assert same_layout([x, 3], [x, 4]) and not same_layout([x, 3], [x, 4], values_too=True)
+    assert not same_layout([x, [w]], [x, [w.clone()]], values_too=True)
+
+
 def test_judge_refuses_a_malformed_alternative_reference():
     from tritonrl_lib.verify.encoding import encode_outputs
 

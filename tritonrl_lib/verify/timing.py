@@ -100,6 +100,7 @@ class Clock:
         self.elapsed = base.elapsed_time
         self.spin = torch._C._cuda_sleep
         self.zero = torch._C.TensorBase.zero_
+        self.clone = torch._C.TensorBase.clone
         self.now = _time.perf_counter
         self.urandom = _os.urandom
         self.sigmask = getattr(_signal, "pthread_sigmask", None)
