@@ -41,6 +41,12 @@ def test_verdict_cache_serves_repeats(tmp_path):
     assert "verdict from cache" not in other.notes  # a different tolerance is a different verdict
     assert second.reward == first.reward and second.errors == first.errors
     assert len(list(tmp_path.rglob("*.json"))) == 2
+    # workers sharing the host set a large task's budget (its sets resized or left out): another pool
+    # size judges afresh, the same size reuses
+    with VerifierPool(VerifyConfig(timeout_s=30), workers=2, cache=tmp_path, progress=False) as pool:
+        assert "verdict from cache" not in pool.verify(RELU.read_text(), code).notes
+    with VerifierPool(VerifyConfig(timeout_s=30), workers=1, cache=tmp_path, progress=False) as pool:
+        assert "verdict from cache" in pool.verify(RELU.read_text(), code).notes
 
 
 def test_cli_exit_codes_and_json(tmp_path, capsys):

@@ -2,8 +2,9 @@
 costs a file read.
 
 Key: sha256 of the task source, the candidate's code, the resolved policy, the settings that change
-a verdict, the device it ran on and VERIFIER_VERSION (bump it whenever a change to the verifier
-could change a verdict). Verdicts that depend on the machine's load or health (timeouts, memory
+a verdict, the device it ran on with what its jobs' budgets read (host memory, workers sharing: the
+pool's `_budget_desc`) and VERIFIER_VERSION (bump it whenever a change to the verifier could change
+a verdict). Verdicts that depend on the machine's load or health (timeouts, memory
 limits, lost workers: the reasons the catalogue marks uncacheable, reasons.py) are never stored.
 Location: $TRITONRL_CACHE/verdicts, else ~/.cache/tritonrl/verdicts.
 """

@@ -36,7 +36,7 @@ from .cache import VerdictCache
 from . import reasons as R
 from . import shared_blobs
 from .gpu_lock import lock_path
-from .limits import memory_share_bytes
+from .limits import host_memory_bytes, memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
 from .settings import JobSettings
 from .processes import kill_tree
@@ -232,7 +232,8 @@ class VerifierPool:
             key = None
             if self.cache is not None:
                 policy = "+".join([job["policy"], *job["extra_ops"]])
-                key = VerdictCache.key(task.source, job["code"], policy, job["settings"], self._device_desc())
+                key = VerdictCache.key(task.source, job["code"], policy, job["settings"],
+                                       f"{self._device_desc()}; {self._budget_desc()}")
                 hit = self.cache.get(key)
                 if hit is not None:
                     hit.notes = [*hit.notes, "verdict from cache"]
@@ -312,6 +313,15 @@ class VerifierPool:
             except OSError:
                 pass
         return "cuda:" + ("|".join(sorted(names)) or "unknown")
+
+    def _budget_desc(self) -> str:
+        """What a job's budget reads besides its task and settings (limits.Budget.for_task: the host's
+        memory, how many workers share a GPU or the host; the GPU's memory is in its model name): a
+        large task's sets are resized or left out by it, so a verdict judged under another budget is
+        not reused here."""
+        total = host_memory_bytes()
+        sharers = max(collections.Counter(self._gpu_ids).values()) if self._gpu_ids else self.size
+        return f"host {round(total / (1 << 30)) if total else '?'} GiB, {sharers} workers sharing"
 
     def _prepare(self, task: Task, completion: str, cfg: VerifyConfig,
                  static: bool) -> tuple[Verdict | None, dict[str, Any] | None]:
