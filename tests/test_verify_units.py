@@ -307,17 +307,22 @@ def _run_python(code: str, env: dict | None = None) -> str:
 
 
 def test_host_allocator_perturbation_wipes_stale_results():
-    # Without it, torch.empty can hand back a block holding a freed result; with it, never.
+    # Without it, torch.empty can hand back a block holding a freed result; with it, never: in a
+    # process started as the pool starts its CPU workers (no malloc tcache, whose blocks skip it)
+    from tritonrl_lib.verify.runtime_checks import without_malloc_tcache
+
+    env = without_malloc_tcache({"GLIBC_TUNABLES": "glibc.malloc.check=0"})
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.check=0:glibc.malloc.tcache_count=0"
     out = _run_python("""
         import torch
         from tritonrl_lib.verify.runtime_checks import perturb_host_allocator
         assert perturb_host_allocator()
-        for shape in [(2, 32), (16, 256), (300, 300)]:
+        for shape in [(2, 32), (16, 256), (300, 300), (1, 8), (4, 16), (2, 32)]:
             r = torch.relu(torch.randn(shape)); del r
             e = torch.empty(shape)
             assert not (e == 0).any() and (e.view(torch.int32) == -16843010).all(), shape
         print("ok")
-    """)
+    """, env={"GLIBC_TUNABLES": without_malloc_tcache(dict(os.environ))["GLIBC_TUNABLES"]})
     assert out.strip() == "ok"
 
 

@@ -40,6 +40,7 @@ from .limits import host_memory_bytes, memory_share_bytes
 from .reference_cache import PoolStore, cache_key, recv_fds, send_record
 from .settings import JobSettings
 from .processes import kill_tree
+from .runtime_checks import without_malloc_tcache
 from .verdict import Verdict
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
@@ -554,6 +555,8 @@ class VerifierPool:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         env["TRITONRL_POOL_WORKERS"] = str(self.size)  # the workers' reference caches share the memory
+        if self.device == "cpu":  # every host block a candidate gets is perturbed (runtime_checks)
+            env = without_malloc_tcache(env)
         if self.device == "cuda":
             gpu = self._gpu_ids[slot]
             env["CUDA_VISIBLE_DEVICES"] = gpu

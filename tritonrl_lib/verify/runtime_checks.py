@@ -287,8 +287,21 @@ M_PERTURB = -6
 PERTURB_BYTE = 0x01  # freed memory becomes 0x01 bytes; fresh memory 0xFE bytes (-1.7e38 as float32)
 
 
+NO_TCACHE = "glibc.malloc.tcache_count=0"
+
+
+def without_malloc_tcache(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a process whose malloc has no per-thread cache (GLIBC_TUNABLES, read at its start
+    and kept by its forks): blocks from that cache skip the perturbation, so a freed result could
+    come back unwritten in a fresh output (seen for 256-byte blocks, glibc 2.36)."""
+    tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":") if t and not t.startswith("glibc.malloc.tcache_count")]
+    return {**env, "GLIBC_TUNABLES": ":".join(tunables + [NO_TCACHE])}
+
+
 def perturb_host_allocator() -> bool:
-    """Turn on glibc's malloc perturbation for this process (Linux/glibc; False elsewhere)."""
+    """Turn on glibc's malloc perturbation for this process (Linux/glibc; False elsewhere). It covers
+    every block only in a process started without malloc's per-thread cache (`without_malloc_tcache`:
+    the pool starts its workers so)."""
     import ctypes
     import sys
 
