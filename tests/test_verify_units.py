@@ -594,20 +594,25 @@ def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
     assert not compare_module.same_bytes([big], [big, big]) and compare_module.same_bytes([], [])
 
 
+def _send_ref(j, name: str, ref, alt=None):
+    """A full-stage reference output for input set `name`, with its float32-accumulated twin if given."""
+    from tritonrl_lib.verify.encoding import encode_outputs
+
+    metas, blobs = encode_outputs([ref])
+    header = {"type": "ref", "name": name, "stage": "full", "inputs": "x", "outputs": metas}
+    if alt is not None:
+        header["alt_outputs"], alt_blobs = encode_outputs([alt])
+        blobs = blobs + alt_blobs
+    return j.on_message(header, [bytearray(b) for b in blobs])
+
+
 def _half_run(j, cand_half, ref_half, alt_half=None):
     """tiny + original in float32, then a bfloat16 input set with an optional float32-accumulated
     reference; returns the candidate's verdict on the bfloat16 set."""
-    from tritonrl_lib.verify.encoding import encode_outputs
-
     tiny, full = torch.randn(4), torch.randn(64)
     assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
     assert _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [full]) is None
-    metas, blobs = encode_outputs([ref_half])
-    header = {"type": "ref", "name": "dtype:bfloat16", "stage": "full", "inputs": "x", "outputs": metas}
-    if alt_half is not None:
-        header["alt_outputs"], alt_blobs = encode_outputs([alt_half])
-        blobs = blobs + alt_blobs
-    assert j.on_message(header, [bytearray(b) for b in blobs]) is None
+    assert _send_ref(j, "dtype:bfloat16", ref_half, alt_half) is None
     assert _send(j, {"type": "ref_done"}) is None
     assert _send(j, {"type": "stage", "stage": "compile"}) is None
     assert _send(j, *_cand("tiny", tiny.clone())) is None
@@ -652,17 +657,10 @@ def test_judge_accepts_a_half_kernel_that_is_more_accurate_than_the_half_referen
 def _timed_run(j, refs: dict, cands: dict, timed_set: str, timed_out):
     """tiny, then full-stage input sets `refs` (name -> (reference, float32-accumulated reference or
     None)) answered by `cands`, then one timed call's output on `timed_set`; returns the verdict."""
-    from tritonrl_lib.verify.encoding import encode_outputs
-
     tiny = torch.randn(4)
     assert _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny]) is None
     for name, (ref, alt) in refs.items():
-        metas, blobs = encode_outputs([ref])
-        header = {"type": "ref", "name": name, "stage": "full", "inputs": "x", "outputs": metas}
-        if alt is not None:
-            header["alt_outputs"], alt_blobs = encode_outputs([alt])
-            blobs = blobs + alt_blobs
-        assert j.on_message(header, [bytearray(b) for b in blobs]) is None
+        assert _send_ref(j, name, ref, alt) is None
     assert _send(j, {"type": "ref_done"}) is None
     assert _send(j, {"type": "stage", "stage": "compile"}) is None
     assert _send(j, *_cand("tiny", tiny.clone())) is None
@@ -743,17 +741,13 @@ def test_one_output_right_for_two_input_sets_is_not_a_cached_answer():
     # a float32 task on integer-valued inputs: its float16 set has the same values, so a kernel that
     # returns float32 on half inputs (allowed) gives the original's very bytes, while the references
     # differ (float32 against float16): right on both sets, it was flagged cheat:cached_output
-    from tritonrl_lib.verify.encoding import encode_outputs
-
     values = torch.arange(64, dtype=torch.float32) % 7 - 3
     out = torch.relu(values)
     j = _judge(timing_enabled=False)
     tiny = torch.randn(4)
     _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny])
     _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [out])
-    metas, blobs = encode_outputs([out.half()])
-    j.on_message({"type": "ref", "name": "dtype:float16", "stage": "full", "inputs": "x", "outputs": metas},
-                 [bytearray(b) for b in blobs])
+    _send_ref(j, "dtype:float16", out.half())
     _send(j, {"type": "ref_done"})
     _send(j, {"type": "stage", "stage": "compile"})
     _send(j, *_cand("tiny", tiny.clone()))

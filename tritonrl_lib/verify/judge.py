@@ -391,13 +391,7 @@ class Judge:
             entry.update(ok=False, reason=R.SHAPE_MISMATCH)
             return self._fail(R.SHAPE_MISMATCH, f"{name}: forward returned {len(metas)} outputs, the reference "
                               f"{len(ref['metas'])}", stage)
-        blob_iter = iter(blobs)
-        results = []
-        for i, cm in enumerate(metas):
-            cb = next(blob_iter) if isinstance(cm, dict) and cm.get("kind") == "tensor" else b""
-            r = self._held_to_reference(name, i, cm if isinstance(cm, dict) else {}, cb, entry)
-            r["output"] = i
-            results.append(r)
+        results = self._outputs_held(name, metas, blobs, entry)
         entry["max_abs"] = max((r.get("max_abs", 0.0) for r in results), default=0.0)
         entry["max_rel"] = max((r.get("max_rel", 0.0) for r in results), default=0.0)
         entry["shape"] = results[0].get("shape") if len(results) == 1 else [r.get("shape") for r in results]
@@ -431,16 +425,23 @@ class Judge:
                 return True
         return False
 
-    def _right_on(self, name: str, metas: list[Any], blobs: list[Any]) -> bool:
-        """Whether the outputs pass input set `name`'s reference by the set's own standard."""
-        if len(metas) != len(self.refs[name]["metas"]):
-            return False
+    def _outputs_held(self, name: str, metas: list[Any], blobs: list[Any],
+                      entry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Each output (its description, and its data for a tensor) against input set `name`'s
+        reference (`_held_to_reference`); as many outputs as the reference has, checked by the caller."""
         blob_iter = iter(blobs)
+        results = []
         for i, cm in enumerate(metas):
             cb = next(blob_iter, b"") if isinstance(cm, dict) and cm.get("kind") == "tensor" else b""
-            if not self._held_to_reference(name, i, cm if isinstance(cm, dict) else {}, cb)["ok"]:
-                return False
-        return True
+            r = self._held_to_reference(name, i, cm if isinstance(cm, dict) else {}, cb, entry)
+            r["output"] = i
+            results.append(r)
+        return results
+
+    def _right_on(self, name: str, metas: list[Any], blobs: list[Any]) -> bool:
+        """Whether the outputs pass input set `name`'s reference by the set's own standard."""
+        return len(metas) == len(self.refs[name]["metas"]) and \
+            all(r["ok"] for r in self._outputs_held(name, metas, blobs))
 
     def _cand_skip(self, header: dict[str, Any]) -> str | None:
         """The candidate raised on a half-precision input set: only the task's own dtype is required,

@@ -218,14 +218,14 @@ class ReferencePhase:
         # half outputs (a half-precision set, or a task in half precision): PyTorch's half kernels may
         # accumulate in half, so the float32-accumulated result is a second, equally valid reference
         half_outs = any(isinstance(o, torch.Tensor) and o.dtype in (torch.float16, torch.bfloat16) for o in outs)
-        if alt_dtype is not None or half_outs or self.collect:
+        want_alt = alt_dtype is not None or half_outs
+        if want_alt or self.collect:
             # a reference may change its inputs in place (`x.mul_(2)`): the float32 reference and the
             # inputs the worker caches for later candidates are the set's own values, drawn again,
             # never the copy the reference ran on (its outputs belong to the values before the call)
             del inputs
             inputs = s.draw(self.device)
-        alt = (self.float32_reference(plan.models[s.model_key].ref, inputs, outs)
-               if alt_dtype is not None or half_outs else None)
+        alt = self.float32_reference(plan.models[s.model_key].ref, inputs, outs) if want_alt else None
         if self.device == "cuda":
             self.peak_bytes = max(self.peak_bytes, torch.cuda.max_memory_allocated())
         self.child.mark(f"alt:{s.name}")
