@@ -225,6 +225,8 @@ class VerifierPool:
 
         results: list[Verdict | None] = [None] * len(completions)
         jobs: collections.deque[tuple[int, dict[str, Any], str | None]] = collections.deque()
+        # what the cached verdicts depend on besides the job: read once per call, not per candidate
+        where = f"{self._device_desc()}; {self._budget_desc()}" if self.cache is not None else ""
         for i, (task, completion) in enumerate(zip(task_list, completions)):
             verdict, job = self._prepare(task, completion, cfg, static)
             if verdict is not None:
@@ -233,8 +235,7 @@ class VerifierPool:
             key = None
             if self.cache is not None:
                 policy = "+".join([job["policy"], *job["extra_ops"]])
-                key = VerdictCache.key(task.source, job["code"], policy, job["settings"],
-                                       f"{self._device_desc()}; {self._budget_desc()}")
+                key = VerdictCache.key(task.source, job["code"], policy, job["settings"], where)
                 hit = self.cache.get(key)
                 if hit is not None:
                     hit.notes = [*hit.notes, "verdict from cache"]
