@@ -4,6 +4,7 @@ checkpoints per stage, resuming, fixed seeds, and known-good solutions scored by
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -53,13 +54,21 @@ def test_stages_are_evaluated_skipped_and_resumed(run_dir):
         assert row["model_stage"] == "base" and row["stage"] in ("none", "extract", "static", "compile", "tiny", "full")
         assert isinstance(row["completion"], str) and row["num_tokens"] >= 1
 
-    # the same command again: nothing is regenerated
+    # the same command again: nothing is regenerated; nor after the adapter was moved away and back
+    # (as a session restores it from a tarball: the same bytes, other mtimes)
+    moved = run_dir / "elsewhere"
+    shutil.move(str(paths.checkpoint("sft")), moved)
+    shutil.copytree(moved, paths.checkpoint("sft"), copy_function=shutil.copyfile)
     again = evaluate_run(cfg, paths, progress=False, log=quiet)
     assert {s.model_stage: s.status for s in again.evals} == {"base": "reused", "sft": "reused", "rl": "skipped"}
 
-    # greedy decoding with a fixed seed gives the same completions when forced to redo
-    forced = evaluate_run(cfg, paths, model_stages=["base"], force=True, progress=False, log=quiet)
+    # greedy decoding with a fixed seed gives the same completions when forced to redo; the log says
+    # which engine generated them and how fast
+    said: list[str] = []
+    forced = evaluate_run(cfg, paths, model_stages=["base"], force=True, progress=False, log=said.append)
     assert forced.evals[0].status == "evaluated"
+    assert any(m.startswith("base: generating with the ") and "engine" in m for m in said), said
+    assert any(m.startswith("base: generated in ") and "tokens/s" in m for m in said), said
     assert [r["completion"] for r in forced.evals[0].record["detailed_results"]] == \
         [r["completion"] for r in base["detailed_results"]]
 

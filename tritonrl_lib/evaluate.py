@@ -51,6 +51,7 @@ from . import metrics as M
 from .config import ConfigError, RunConfig, RunPaths
 from .eval_resume import clear_resume, partial_path, read_partial, resume_dir, verdicts_dir, write_partial
 from .jsonio import DamagedFile, read_json, write_json
+from .run_state import file_sha256
 from .tasks.task import Task
 from .verify.verdict import Verdict
 
@@ -188,9 +189,23 @@ def model_of(cfg: RunConfig, paths: RunPaths, model_stage: str) -> tuple[str, Pa
     return str(folder), folder
 
 
+_WEIGHT_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _weights_digest(f: Path) -> str:
+    """The SHA-256 of a weights file, hashed once per process while its size and mtime hold."""
+    st = f.stat()
+    key = (str(f.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _WEIGHT_DIGESTS:
+        _WEIGHT_DIGESTS[key] = file_sha256(f)
+    return _WEIGHT_DIGESTS[key]
+
+
 def model_identity(spec: str) -> str:
-    """A hash of what a spec loads: a folder's config/marker and weights, or the spec string itself
-    (`embedded`, `tiny`, a hub id: their content is fixed by name)."""
+    """A hash of what a spec loads: a folder's config/marker and weights' bytes, or the spec string
+    itself (`embedded`, `tiny`, a hub id: their content is fixed by name). The weights' content, not
+    their mtime: a checkpoint copied to another machine (tar, cp, rsync keep mtimes to the second at
+    best) is the same model, and its evaluation records still hold."""
     p = Path(spec).expanduser()
     if spec in ("embedded", "tiny") or not p.is_dir():
         return spec
@@ -200,8 +215,7 @@ def model_identity(spec: str) -> str:
         if f.is_file():
             h.update(f.read_bytes())
     for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
-        st = f.stat()
-        h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        h.update(f"{f.name}:{_weights_digest(f)}".encode())
     return h.hexdigest()[:16]
 
 
@@ -245,12 +259,17 @@ def eval_sampling(cfg: RunConfig, k: int | None = None) -> EvalSampling:
 
 
 def generate_completions(model, tokenizer, tasks: Sequence[Task], sampling: EvalSampling,
-                         progress: bool = True) -> tuple[list[list[Any]], dict[str, Any]]:
-    """k completions per task (rollout.Completion objects, [task][sample]) and the rollout's stats."""
+                         progress: bool = True, log: Callable[[str], None] | None = None
+                         ) -> tuple[list[list[Any]], dict[str, Any]]:
+    """k completions per task (rollout.Completion objects, [task][sample]) and the rollout's stats.
+    `log` hears the engine's choice before generating: the hf fallback is several times slower,
+    and a long generation should say why it is long while it runs."""
     from .rollout import Rollout, task_prompts
 
     prompts = task_prompts(tokenizer, tasks)
     sampler = Rollout(model, tokenizer)
+    if log is not None:
+        log(f"generating with the {sampler.engine_name} engine" + (f" ({sampler.note})" if sampler.note else ""))
     result = sampler.generate(prompts, sampling.to_rollout(), progress=progress)
     sampler.release()
     return result.completions, result.stats.to_dict()
@@ -444,7 +463,8 @@ class LazyPool:
 
 
 def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: EvalSampling, *,
-                 adapter: Path | None = None, progress: bool = True) -> tuple[list[list[Any]], dict[str, Any]]:
+                 adapter: Path | None = None, progress: bool = True, log: Callable[[str], None] | None = None
+                 ) -> tuple[list[list[Any]], dict[str, Any]]:
     """Load a policy (frozen), write `sampling.k` completions per task, free the model again."""
     from .models import explain_oom, load_policy
 
@@ -452,7 +472,7 @@ def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: Eva
     model, tok = load_policy(cfg, adapter=adapter, trainable=False, spec=None if adapter else spec)
     try:
         with explain_oom("eval", cfg):  # out of GPU memory: which setting to lower
-            completions, stats = generate_completions(model, tok, tasks, sampling, progress=progress)
+            completions, stats = generate_completions(model, tok, tasks, sampling, progress=progress, log=log)
     finally:
         _free(model)
     return completions, {**stats, "wall_s": round(time.perf_counter() - t0, 2)}
@@ -538,7 +558,10 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
             f"({resume.name}); resuming at verification")
     else:
         log(f"{model_stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
-        completions, gen_stats = sample_model(cfg, spec, tasks, sampling, adapter=adapter, progress=progress)
+        completions, gen_stats = sample_model(cfg, spec, tasks, sampling, adapter=adapter, progress=progress,
+                                              log=lambda m: log(f"{model_stage}: {m}"))
+        log(f"{model_stage}: generated in {gen_stats.get('wall_s')} s "
+            f"({gen_stats.get('tokens_per_s')} tokens/s, {gen_stats.get('engine')} engine)")
         if partial is not None:
             write_partial(partial, fp, completions, gen_stats)
     log(f"{model_stage}: verifying {sum(len(c) for c in completions)} completions")
