@@ -203,7 +203,7 @@ def summarize(s: Session) -> dict:
     from rl_step import markdown, table
 
     from tritonrl_lib import models
-    from tritonrl_lib.train.rl_log import read_rl_log
+    from tritonrl_lib.train.rl_log import read_rl_log, seen_before
 
     md = [f"# Issue 17 session: {s.args.profile} profile", ""]
     out: dict = {"profile": s.args.profile, "overrides": s.overrides, "calls": s.call}
@@ -242,10 +242,13 @@ def summarize(s: Session) -> dict:
         rl_log = read_rl_log(s.method_cfg(m).paths)
         rows = table(rl_log)
         rates = [r.get("correct_rate") for r in rl_log]
-        out["rl"][m] = {"rows": rows, "correct_rate_trend_per_step": trend(rates)}
+        again = seen_before(rl_log)  # the frontier holds each step's rate mid-way; the same tasks again do not
+        out["rl"][m] = {"rows": rows, "correct_rate_trend_per_step": trend(rates), "tasks_drawn_again": again}
         md += ["", markdown(rows, f"RL {m}: per step (seconds, candidates, groups with signal)"),
                f"correct rate on training tasks per step: {[None if x is None else round(x, 3) for x in rates]}, "
-               f"trend {trend(rates) if trend(rates) is None else f'{trend(rates):+.4f}'} per step"]
+               f"trend {trend(rates) if trend(rates) is None else f'{trend(rates):+.4f}'} per step",
+               "tasks drawn again, per step (how many: rate at first draw -> now): " + ", ".join(
+                   "-" if a is None else f"{a['tasks']}: {a['first']:.2f} -> {a['now']:.2f}" for a in again)]
     out["eval"] = {}
     md += ["", "## Evaluation (correct % with 95% task-bootstrap interval)", "",
            "| stage | set | tasks | k | correct % | compiled % | valid % |", "|---|---|---:|---:|---|---|---|"]

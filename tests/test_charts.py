@@ -64,3 +64,35 @@ def test_sft_chart_draws_the_held_out_loss_and_marks_a_resume():
     assert len(resumed) == 1 and list(resumed[0].get_xdata()) == [3, 3]  # session 2 began at step 3
     assert loss.get_title() == "SFT loss: 2.000 -> 1.000"
     assert C.sft_loss_chart(rows[:2]).axes[0].get_legend() is None  # no held-out slice: one line, no legend
+
+
+def test_tasks_drawn_again_show_their_change_beside_the_frontier_rate():
+    from tritonrl_lib.train.rl_log import seen_before, verdict_stats
+    from tritonrl_lib.verify.verdict import Verdict
+
+    def verdicts(pattern: str) -> list[Verdict]:
+        return [Verdict(task_id="t", correct=ch == "1", stage="full" if ch == "1" else "compile",
+                        reward=1.0 if ch == "1" else 0.0) for ch in pattern]
+
+    # round 0 draws a (1 of 4 right) and b (2 of 4); round 1 draws b again (4 of 4) and c (0 of 4);
+    # round 2 a (3 of 4) and c (2 of 4): each round's rate stays mid-way, the repeated tasks rise
+    draws = [{"a": "1000", "b": "1100"}, {"b": "1111", "c": "0000"}, {"a": "1110", "c": "1100"}]
+    rows = []
+    for i, d in enumerate(draws):
+        ids = [t for t, p in d.items() for _ in p]
+        vs = [v for p in d.values() for v in verdicts(p)]
+        rows.append({"method": "best_of_n", "round": i, "mean_reward": 0.5,
+                     **verdict_stats([1] * len(vs), vs, ids)})
+    assert rows[1]["by_task"] == {"b": [4, 4], "c": [0, 4]}
+    again = seen_before(rows)
+    assert again[0] is None
+    assert again[1] == {"tasks": 1, "first": 0.5, "now": 1.0}
+    assert again[2] == {"tasks": 2, "first": pytest.approx((0.25 + 0.0) / 2), "now": pytest.approx((0.75 + 0.5) / 2)}
+    assert seen_before([{k: v for k, v in r.items() if k != "by_task"} for r in rows]) == [None] * 3  # older logs
+
+    curves = C.rl_chart(rows).axes[0]
+    assert {"tasks drawn before: correct rate now", "the same tasks at their first draw"} <= set(_labels(curves))
+    line = next(ln for ln in curves.get_lines() if ln.get_label() == "tasks drawn before: correct rate now")
+    assert list(line.get_ydata())[1:] == [1.0, pytest.approx(0.625)]
+    # a log without repeated tasks draws no such line
+    assert "the same tasks at their first draw" not in _labels(C.rl_chart([_rl_record(i) for i in range(3)]).axes[0])

@@ -41,6 +41,9 @@ def test_the_session_resumes_and_summarises(tmp_path):
         assert set(d["by_set"]) == {"tasks", "families"} and d["all"]["correct_rate"]["interval"] is not None
     assert len(summary["rl"]["grpo"]["rows"]) == 2 and summary["rl"]["grpo"]["rows"][0]["generate_s"] > 0
     assert "RL minus SFT" in (results / "summary.md").read_text()
+    again = summary["rl"]["grpo"]["tasks_drawn_again"]
+    assert len(again) == 2 and again[0] is None  # nothing drawn before the first step
+    assert "tasks drawn again, per step" in (results / "summary.md").read_text()
     assert (exported / "summary.md").is_file() and (exported / "eval" / "comparison.json").is_file()
     assert not list(exported.rglob("*.safetensors"))
 

@@ -58,7 +58,8 @@ def full_run(cfg):
     with paths.sft_log.open("a") as f:
         f.write('{"step": 6, "loss"')  # torn last line of a killed writer
     jsonl(paths.rl_log, [{"method": "best_of_n", "round": r, "mean_reward": 0.3 + 0.1 * r, "correct_rate": 0.2 * r,
-                          "by_level": {"1": {"correct_rate": 0.3 * r}, "2": {"correct_rate": 0.1 * r}}}
+                          "by_level": {"1": {"correct_rate": 0.3 * r}, "2": {"correct_rate": 0.1 * r}},
+                          "by_task": {f"t{r}": [1, 4], "t0": [r, 4]}}
                          for r in range(3)])
     jsonl(paths.curriculum_log, [{"step": s, "p_level2": 0.1 if s < 2 else 0.3, "running_l1_rate": 0.2 * s,
                                   "triggered_at": 1 if s >= 1 else None} for s in range(4)])
@@ -114,6 +115,9 @@ def test_full_report_has_every_section(cfg):
     assert "round-001, mean reward 0.500" in page
     assert any(line.startswith("rl: correct 66.7%") for line in report.headline)
     assert "SFT loss 1.000 -> 0.200 over 5 logged steps." in report.headline
+    # task t0 drawn every round: 0 of 4, then 2 of 4 in the last
+    assert any(line.startswith("Tasks drawn again: 1 in the last round that drew any, correct 50.0% there "
+                               "against 0.0% at their first draw") for line in report.headline), report.headline
     assert not report.missing and not report.stale and not report.no_chart
     assert "<script" not in page and "def " not in page  # no code in the page
     frames = report.frames()

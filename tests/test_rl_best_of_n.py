@@ -137,6 +137,8 @@ def test_a_round_keeps_only_correct_completions_and_trains(tmp_path, pool):
     assert rec["rollout"]["tokens"] > 0 and rec["rollout_tokens_per_s"] > 0
     assert rec["curriculum_p"] == pytest.approx(0.1)
     assert set(rec["by_level"]) <= {"1", "2"}
+    # each task's own first attempts (the injected references left out), what `seen_before` reads
+    assert sum(n for _, n in rec["by_task"].values()) == 4 and set(rec["by_task"]) <= set(rec["tasks"])
 
     # the adapter: trained, saved where eval looks, marked final; best.json points at a saved policy
     assert models.checkpoint_complete(paths.rl_checkpoint)

@@ -62,6 +62,7 @@ def test_grpo_steps_with_rewards_from_the_pool(tmp_path, pool):
         assert r["trl"]["loss"] != 0.0 and r["trl"]["grad_norm"] > 0.0  # a real policy-gradient step
         assert r["verify"]["candidates"] == 4
         assert len(r["tasks"]) == 2 and r["curriculum_p"] == pytest.approx(0.1)
+        assert r["by_task"] == {t: [0, 1] for t in r["tasks"]}  # the policy's own sample per task
     assert [c["step"] for c in read_curriculum_log(paths.curriculum_log)] == [0, 1]
 
     marker = json.loads((paths.rl_checkpoint / models.MARKER).read_text())

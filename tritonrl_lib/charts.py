@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from matplotlib.figure import Figure
 
 from . import metrics as M
+from .train.rl_log import seen_before
 
 STAGE_COLORS = {"base": "#8c8c8c", "sft": "#1f77b4", "rl": "#d62728"}
 EXTRA_COLORS = ["#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#bcbd22"]
@@ -283,6 +284,12 @@ def rl_chart(rows: Sequence[Mapping[str, Any]]) -> Chart:
         slope, icept = fit
         ax.plot([xs[0], xs[-1]], [icept + slope * xs[0], icept + slope * xs[-1]], color="grey", ls="-.",
                 label=f"correct-rate trend ({slope:+.3f} per {key})")
+    again = seen_before(rows)  # the frontier keeps each step's rate mid-way: the same tasks met again
+    if sum(a is not None for a in again) >= 2:
+        ax.plot(xs, [a and a["now"] for a in again], marker="s" if marker else None, color="tab:blue",
+                label="tasks drawn before: correct rate now")
+        ax.plot(xs, [a and a["first"] for a in again], ls="--", color="tab:blue", alpha=0.6,
+                label="the same tasks at their first draw")
     levels = sorted({lvl for r in rows for lvl in (r.get("by_level") or {})}, key=str)
     for lvl, style in zip(levels, (":", "--", (0, (1, 3)))):
         ys = [(r.get("by_level") or {}).get(lvl, {}).get("correct_rate") for r in rows]

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import charts as C
+from .train.rl_log import seen_before
 from . import metrics as M
 from . import run_state
 from .config import RunConfig, RunPaths
@@ -274,6 +275,12 @@ def headline(data: RunData) -> list[str]:
         lines.append(f"RL ({_METHOD.get(last.get('method'), last.get('method', '?'))}): {len(data.rl_log)} "
                      f"{unit}(s); in the last, {_pct(100 * cr if cr is not None else None)} of its training "
                      "samples were correct.")
+        again = [a for a in seen_before(data.rl_log) if a is not None]
+        if again:  # the curriculum keeps each step's rate near its frontier: the same tasks again show change
+            a = again[-1]
+            lines.append(f"Tasks drawn again: {a['tasks']} in the last {unit} that drew any, correct "
+                         f"{_pct(100 * a['now'])} there against {_pct(100 * a['first'])} at their first draw "
+                         "(partly regression to the mean: the held-out evaluation is the test).")
     if data.timings:
         total = sum(float(t.get("wall_s") or 0) for t in data.timings.values())
         gh = sum(r["gpu_hours"] for r in timings_table(data.timings)[:-1])

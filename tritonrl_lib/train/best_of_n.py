@@ -183,7 +183,8 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
             p_used = curriculum.p_level2
             cands, info = _round_candidates(run, ctx, r, scoring)
             policy = [c for c in cands if not c["injected"] and c.get("turn", 0) == 0]
-            stats = verdict_stats([c["level"] for c in policy], [Verdict.from_dict(c["verdict"]) for c in policy])
+            stats = verdict_stats([c["level"] for c in policy], [Verdict.from_dict(c["verdict"]) for c in policy],
+                                  [c["task_id"] for c in policy])
             results, per_task = curriculum_results(cands)
             cur_rec = curriculum.update(results, task_results=per_task, method=METHOD, round=r)
             maybe_record_best(paths, model, tokenizer, run.base_spec, method=METHOD, stats=stats,

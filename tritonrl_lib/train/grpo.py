@@ -119,7 +119,8 @@ class GRPOPieces:
         got = collect_step(self.ctx, step, len(uniq))
         # the step's statistics: the policy's own first attempts, every group drawn (replaced ones too)
         own = [c for c in got.candidates if not c["injected"] and c.get("turn", 0) == 0]
-        stats = verdict_stats([c["level"] for c in own], [Verdict.from_dict(c["verdict"]) for c in own])
+        stats = verdict_stats([c["level"] for c in own], [Verdict.from_dict(c["verdict"]) for c in own],
+                              [c["task_id"] for c in own])
         results, per_task = curriculum_results(got.candidates)
         cur = self.curriculum.update(results, task_results=per_task, method=METHOD, step=step)
         maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,

@@ -10,8 +10,10 @@ from ..config import RunPaths
 from ..jsonio import append_jsonl, read_jsonl, write_jsonl
 
 
-def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any]) -> dict[str, Any]:
-    """Correct rate and mean reward overall and by level, and how far candidates got."""
+def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any],
+                  task_ids: Sequence[str] | None = None) -> dict[str, Any]:
+    """Correct rate and mean reward overall and by level, and how far candidates got; with
+    `task_ids`, each task's [correct, samples] too (`by_task`, what `seen_before` reads)."""
     n = len(verdicts)
     out: dict[str, Any] = {"samples": n, "correct": sum(bool(v.correct) for v in verdicts)}
     out["correct_rate"] = out["correct"] / n if n else None
@@ -23,12 +25,42 @@ def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any]) -> dict[str, A
                               "correct_rate": sum(bool(v.correct) for v in vs) / len(vs),
                               "mean_reward": sum(float(v.reward) for v in vs) / len(vs)}
     out["by_level"] = by_level
+    if task_ids is not None:
+        by_task: dict[str, list[int]] = {}
+        for tid, v in zip(task_ids, verdicts):
+            row = by_task.setdefault(str(tid), [0, 0])
+            row[0] += bool(v.correct)
+            row[1] += 1
+        out["by_task"] = by_task
     stages: dict[str, int] = {}
     for v in verdicts:
         stages[v.stage] = stages.get(v.stage, 0) + 1
     out["stages"] = stages
     # candidates that got past extraction and the static check, i.e. ran in a worker process
     out["ran_in_workers"] = sum(n for st, n in stages.items() if st not in ("none", "extract"))
+    return out
+
+
+def seen_before(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """Per record, the tasks drawn again: their correct rate now and at their first draw.
+
+    The curriculum draws tasks at the policy's frontier, so each step's correct rate stays near the
+    middle whether or not the policy learns; the same tasks met again show the change. One entry
+    per record: None when none of its tasks was drawn before (or `by_task` was not logged), else
+    {"tasks": how many, "first": their mean rate when first drawn, "now": their mean rate now}
+    (means over tasks, each task's rate over its samples). Tasks at the frontier when first drawn
+    are near 0.5 then, so some of a change is regression to the mean: read it beside held-out
+    evaluation, not instead."""
+    first: dict[str, float] = {}
+    out: list[dict[str, Any] | None] = []
+    for r in rows:
+        by_task = r.get("by_task") or {}
+        rates = {t: c / n for t, (c, n) in by_task.items() if n}
+        again = sorted(t for t in rates if t in first)
+        out.append({"tasks": len(again), "first": sum(first[t] for t in again) / len(again),
+                    "now": sum(rates[t] for t in again) / len(again)} if again else None)
+        for t, rate in rates.items():
+            first.setdefault(t, rate)
     return out
 
 
