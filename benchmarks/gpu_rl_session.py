@@ -152,7 +152,7 @@ class Session:
                 spec = self.base_cfg.model.model if folder is None else str(folder)
                 ev = evaluate_model(self.base_cfg, spec, tasks, model_stage=stage, adapter=folder,
                                     out=out_dir / f"eval_{stage}.json", pool=pool, task_source="heldout",
-                                    progress=False, log=self.say)
+                                    progress=True, log=self.say)  # bars in the call's log: a slow stage shows where
                 records[stage] = ev.record
         finally:
             pool.close()
