@@ -527,9 +527,10 @@ def test_judge_takes_output_magnitudes_from_the_reference_phase():
     out = torch.randn(32)
     for name, mags in (("original", [1.0]), ("range", [3.0]), ("seed", ["x"]), ("larger", [1.0, 2.0])):
         _send(j, {"type": "ref", "name": name, "stage": "full", "inputs": "x", "magnitudes": mags}, [out])
-    assert j._magnitude_growth("range", 0) == pytest.approx(3.0)  # as the child measured it
-    assert j._magnitude_growth("seed", 0) == 1.0 and j._magnitude_growth("larger", 0) == 1.0  # malformed: recomputed
-    assert j.refs["seed"]["magnitudes"] is None and j._magnitude_growth("original", 0) == 1.0
+    standard = j._standard()
+    assert standard.magnitude_growth("range", 0) == pytest.approx(3.0)  # as the child measured it
+    assert standard.magnitude_growth("seed", 0) == 1.0 and standard.magnitude_growth("larger", 0) == 1.0  # malformed: recomputed
+    assert j.refs["seed"]["magnitudes"] is None and standard.magnitude_growth("original", 0) == 1.0
 
 
 def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():

@@ -2,9 +2,9 @@
 
 The worker feeds every framed message of the child to a `Judge`. Reference outputs are accepted
 only before `ref_done` (the candidate is imported after it), so the candidate cannot have touched
-them. Candidate outputs are compared with the reference's on raw bytes (compare.py), with
-tolerances by dtype (the absolute one grows with the outputs' magnitude where an input set's
-reference outputs are larger than the original's). The facts the child measured (Triton
+them. Candidate outputs are compared with the reference's on raw bytes (compare.py), by the
+standard of standard.py (tolerances by dtype, the absolute one grown with the outputs' magnitude,
+the float32-accumulated reference as a second answer for half outputs). The facts the child measured (Triton
 launches, the aten-op census, inputs unchanged) are judged here against the policy. The
 first failure stops the child at once; a stage gate is answered "go" only when every output of
 that stage was right. A `compile_error` reported from the tiny or full stage (a launch Triton
@@ -21,10 +21,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from . import reasons as R
-from .compare import EXACT, HALF, BadOutput, compare, decode, mean_abs, same_bytes
+from .compare import BadOutput, decode, same_bytes
 from .reward import compute_reward
 from .sandbox import JUDGED
 from .settings import JobSettings
+from .standard import OutputStandard
 from .timing import speedup_stats
 from .verdict import Verdict, stage_index
 
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 MAX_FLAGS_LISTED = 8
 HOST_ELEMENTS = 64  # tensor values forward may read into Python, or build from Python data, per call
-MAX_ATOL_GROWTH = 1000.0
 MAX_MARKS = 100  # trace points kept per candidate (TRITONRL_TRACE)
 
 
@@ -309,18 +309,13 @@ class Judge:
             return self._flag(R.TIMED_OUTPUT, "a timed call returned other outputs than the same inputs did "
                               "before timing")
         for i, (cm, cb) in enumerate(zip(metas, blobs)):
-            r = self._held_to_reference(which, i, cm if isinstance(cm, dict) else {}, cb)
+            r = self._standard().held_to_reference(which, i, cm if isinstance(cm, dict) else {}, cb)
             if not r["ok"]:
                 return self._flag(R.TIMED_OUTPUT, f"the output of timed call {header.get('trial')} is wrong "
                                   f"({r.get('detail', r.get('reason'))}) though the same inputs' output was right "
                                   "before timing: behaviour that changes once timed")
         self.timed_checked += 1
         return None
-
-    def _tolerance(self, dtype: str) -> tuple[float, float]:
-        if dtype in HALF:
-            return float(self.settings.half_atol), float(self.settings.half_rtol)
-        return float(self.settings.atol), float(self.settings.rtol)
 
     def _cand(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
         name = str(header.get("name"))
@@ -371,8 +366,8 @@ class Judge:
         if n_tensors != len(blobs):
             return self._fail(R.PROTOCOL_ERROR, "candidate outputs and data do not match")
         cached_from = [other for other, seen in self.cand_outputs.items()
-                       if same_bytes(seen, blobs) and self._references_differ(other, name)]
-        if cached_from and self._right_on(name, metas, blobs):
+                       if same_bytes(seen, blobs) and self._standard().references_differ(other, name)]
+        if cached_from and self._standard().right_on(name, metas, blobs):
             # right on this set by its own standard as well: one answer fits both sets' references (a
             # float32 output on half inputs that are exact in half, an offset-blind output), so not cached
             cached_from = []
@@ -391,7 +386,7 @@ class Judge:
             entry.update(ok=False, reason=R.SHAPE_MISMATCH)
             return self._fail(R.SHAPE_MISMATCH, f"{name}: forward returned {len(metas)} outputs, the reference "
                               f"{len(ref['metas'])}", stage)
-        results = self._outputs_held(name, metas, blobs, entry)
+        results = self._standard().outputs_held(name, metas, blobs, entry)
         entry["max_abs"] = max((r.get("max_abs", 0.0) for r in results), default=0.0)
         entry["max_rel"] = max((r.get("max_rel", 0.0) for r in results), default=0.0)
         entry["shape"] = results[0].get("shape") if len(results) == 1 else [r.get("shape") for r in results]
@@ -409,39 +404,6 @@ class Judge:
         if reason == R.MISMATCH:
             reason = R.mismatch(name)
         return self._fail(reason, f"{bad['detail']} on the {where}", stage)
-
-    def _references_differ(self, a: str, b: str) -> bool:
-        """Whether the reference outputs of input sets `a` and `b` differ beyond the tolerance: only
-        then is one output for both a cached answer (a loss that ignores an offset, or a bfloat16 scalar
-        that rounds to the same value, gives outputs that differ in their last bits only)."""
-        ra, rb = self.refs[a], self.refs[b]
-        if same_bytes(ra["blobs"], rb["blobs"]):
-            return False
-        if len(ra["metas"]) != len(rb["metas"]):
-            return True
-        for ma, ba, mb, bb in zip(ra["metas"], ra["blobs"], rb["metas"], rb["blobs"]):  # all tensors (_ref)
-            atol, rtol = self._tolerance(ma["dtype"])
-            if not compare(ma, ba, mb, bb, atol, rtol)["ok"]:
-                return True
-        return False
-
-    def _outputs_held(self, name: str, metas: list[Any], blobs: list[Any],
-                      entry: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Each output (its description, and its data for a tensor) against input set `name`'s
-        reference (`_held_to_reference`); as many outputs as the reference has, checked by the caller."""
-        blob_iter = iter(blobs)
-        results = []
-        for i, cm in enumerate(metas):
-            cb = next(blob_iter, b"") if isinstance(cm, dict) and cm.get("kind") == "tensor" else b""
-            r = self._held_to_reference(name, i, cm if isinstance(cm, dict) else {}, cb, entry)
-            r["output"] = i
-            results.append(r)
-        return results
-
-    def _right_on(self, name: str, metas: list[Any], blobs: list[Any]) -> bool:
-        """Whether the outputs pass input set `name`'s reference by the set's own standard."""
-        return len(metas) == len(self.refs[name]["metas"]) and \
-            all(r["ok"] for r in self._outputs_held(name, metas, blobs))
 
     def _cand_skip(self, header: dict[str, Any]) -> str | None:
         """The candidate raised on a half-precision input set: only the task's own dtype is required,
@@ -473,60 +435,9 @@ class Judge:
         self.phases[name] = round(now - self._phase_from, 3)
         self._phase_from = now
 
-    def _held_to_reference(self, name: str, i: int, cm: dict[str, Any], cb: Any,
-                           entry: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Output `i` of the candidate on input set `name` against the trusted reference's, by the set's
-        own standard: the dtype's tolerances, atol grown with the set's output magnitude, the range set's
-        atol from the output's scale, and the float32-accumulated reference as a second valid answer
-        for half outputs. The full stage and the timed calls' checks both judge through here, so an
-        output is never held to one standard before timing and another once timed."""
-        ref = self.refs[name]
-        rm, rb = ref["metas"][i], ref["blobs"][i]
-        atol, rtol = self._tolerance(rm["dtype"])
-        grow = self._magnitude_growth(name, i)
-        if grow > 1.0:
-            atol *= grow
-            if entry is not None:
-                entry["atol_scaled"] = round(grow, 3)
-        if name == "range" and rm["dtype"] not in EXACT:
-            # signs the task never draws make outputs cancel (a matmul of signed inputs has entries
-            # near 0 that a TF32 or reordered sum cannot hit to rtol): here atol follows the
-            # output's own scale, rtol x its mean magnitude; the norm rule still fails zeros,
-            # constants and scaled copies
-            scale_atol = rtol * self._magnitude(name, i)
-            if scale_atol > atol:
-                atol = scale_atol
-                if entry is not None:
-                    entry["atol_from_scale"] = round(atol, 6)
-        widen = name.startswith("dtype:")
-        r = compare(rm, rb, cm, cb, atol, rtol, widen_ok=widen)
-        if not r["ok"] and r.get("reason") == R.MISMATCH and ref.get("alt"):
-            r2 = compare(rm, ref["alt"][i], cm, cb, atol, rtol, widen_ok=widen)
-            if r2["ok"]:
-                r = {**r2, "matched": "float32-accumulated reference"}
-        return r
-
-    def _magnitude_growth(self, name: str, i: int) -> float:
-        """How much larger output `i` is on input set `name` than on the original inputs (mean absolute
-        value of the trusted references, at least 1). The absolute tolerance grows with it: atol is
-        meant for outputs of the original's size, and an input set whose outputs are 4x larger (a
-        matmul on inputs scaled x2) would otherwise be held to a 4x stricter standard; a float32 matmul
-        that uses TF32, as Triton's tl.dot does by default, passes the original and failed there."""
-        if name == "original" or name.startswith("dtype:") or "original" not in self.refs:
-            return 1.0
-        base, this = self.refs["original"], self.refs[name]
-        if i >= len(base["metas"]) or i >= len(this["metas"]) or \
-                not base["metas"][i].get("dtype") == this["metas"][i].get("dtype") not in EXACT:
-            return 1.0
-        m0, m1 = self._magnitude("original", i), self._magnitude(name, i)
-        return min(m1 / m0, MAX_ATOL_GROWTH) if m0 > 0 and m1 > m0 else 1.0
-
-    def _magnitude(self, name: str, i: int) -> float:
-        ref = self.refs[name]
-        sent = ref.get("magnitudes")
-        if sent is not None:
-            return sent[i]
-        return mean_abs(ref["metas"][i], ref["blobs"][i])
+    def _standard(self) -> OutputStandard:
+        """What an output is held to (standard.py), over the references received so far."""
+        return OutputStandard(self.refs, self.settings)
 
     def _gate(self, stage: str) -> str:
         expected = [n for n, r in self.refs.items() if r["stage"] == stage]
