@@ -51,7 +51,7 @@ from . import metrics as M
 from .config import ConfigError, RunConfig, RunPaths
 from .eval_resume import clear_resume, partial_path, read_partial, resume_dir, verdicts_dir, write_partial
 from .jsonio import DamagedFile, read_json, write_json
-from .run_state import file_sha256
+from .digests import file_sha256
 from .tasks.task import Task
 from .verify.verdict import Verdict
 

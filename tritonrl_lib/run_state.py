@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .config import RunConfig, RunPaths
+from .digests import file_sha256
 from .eval_resume import is_resume_folder
 from .jsonio import DamagedFile, read_json, write_json
 
@@ -91,15 +92,6 @@ def _is_scratch(path: Path) -> bool:
     # evaluation's resume folder (.eval_<stage>.resume-*/, eval_resume.py) come and go
     return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-")) or is_resume_folder(part)
                for part in path.parts)
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read a MiB at a time."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def fingerprint(path: Path, root: Path, known: Mapping[str, Any] | None = None) -> dict[str, Any]:

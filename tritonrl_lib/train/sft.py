@@ -41,7 +41,7 @@ from transformers import TrainerCallback
 from .. import models
 from ..config import ConfigError, RunConfig, RunPaths, load_config
 from ..jsonio import DamagedFile, read_json, read_jsonl, write_json
-from ..run_state import file_sha256
+from ..digests import file_sha256
 from . import packed_attention
 from .sft_log import JsonlLogCallback, TimeBudget, last_eval_loss, last_session, spent_before, trim_sft_log
 from .trainer_checkpoints import (checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint,
