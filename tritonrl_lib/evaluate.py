@@ -49,9 +49,9 @@ from typing import Any, Callable, Sequence
 
 from . import metrics as M
 from .config import ConfigError, RunConfig, RunPaths
+from .digests import file_sha256
 from .eval_resume import clear_resume, partial_path, read_partial, resume_dir, verdicts_dir, write_partial
 from .jsonio import DamagedFile, read_json, write_json
-from .digests import file_sha256
 from .tasks.task import Task
 from .verify.verdict import Verdict
 
