@@ -335,6 +335,15 @@ def test_embedded_model_lean_engine_matches_generate():
 # --------------------------------------------------------------------------- the engine's self-check
 
 
+def test_in_float32_an_engine_that_agrees_has_nothing_to_say(scrambled):
+    """The note is for what a reader must know (a fallback, a half-precision gap settled in float32),
+    not the float32 rule holding: an evaluation's log prints it beside the engine's name."""
+    model, tok, _ = scrambled
+    assert next(model.parameters()).dtype == torch.float32
+    r = Rollout(model, tok, engine="auto", cuda_graphs=False)
+    assert r.engine_name == "lean" and r.note == ""
+
+
 @pytest.fixture(scope="module")
 def scrambled_bf16(scrambled):
     import copy
