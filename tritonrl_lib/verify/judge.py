@@ -308,8 +308,9 @@ class Judge:
         if not isinstance(metas, list) or len(metas) != len(ref["metas"]) or len(blobs) != len(metas):
             return self._flag(R.TIMED_OUTPUT, "a timed call returned other outputs than the same inputs did "
                               "before timing")
+        standard = self._standard()
         for i, (cm, cb) in enumerate(zip(metas, blobs)):
-            r = self._standard().held_to_reference(which, i, cm if isinstance(cm, dict) else {}, cb)
+            r = standard.held_to_reference(which, i, cm if isinstance(cm, dict) else {}, cb)
             if not r["ok"]:
                 return self._flag(R.TIMED_OUTPUT, f"the output of timed call {header.get('trial')} is wrong "
                                   f"({r.get('detail', r.get('reason'))}) though the same inputs' output was right "
@@ -365,9 +366,10 @@ class Judge:
         n_tensors = sum(1 for m in metas if isinstance(m, dict) and m.get("kind") == "tensor")
         if n_tensors != len(blobs):
             return self._fail(R.PROTOCOL_ERROR, "candidate outputs and data do not match")
+        standard = self._standard()
         cached_from = [other for other, seen in self.cand_outputs.items()
-                       if same_bytes(seen, blobs) and self._standard().references_differ(other, name)]
-        if cached_from and self._standard().right_on(name, metas, blobs):
+                       if same_bytes(seen, blobs) and standard.references_differ(other, name)]
+        if cached_from and standard.right_on(name, metas, blobs):
             # right on this set by its own standard as well: one answer fits both sets' references (a
             # float32 output on half inputs that are exact in half, an offset-blind output), so not cached
             cached_from = []
@@ -386,7 +388,7 @@ class Judge:
             entry.update(ok=False, reason=R.SHAPE_MISMATCH)
             return self._fail(R.SHAPE_MISMATCH, f"{name}: forward returned {len(metas)} outputs, the reference "
                               f"{len(ref['metas'])}", stage)
-        results = self._standard().outputs_held(name, metas, blobs, entry)
+        results = standard.outputs_held(name, metas, blobs, entry)
         entry["max_abs"] = max((r.get("max_abs", 0.0) for r in results), default=0.0)
         entry["max_rel"] = max((r.get("max_rel", 0.0) for r in results), default=0.0)
         entry["shape"] = results[0].get("shape") if len(results) == 1 else [r.get("shape") for r in results]

@@ -294,7 +294,8 @@ def without_malloc_tcache(env: dict[str, str]) -> dict[str, str]:
     """`env` for a process whose malloc has no per-thread cache (GLIBC_TUNABLES, read at its start
     and kept by its forks): blocks from that cache skip the perturbation, so a freed result could
     come back unwritten in a fresh output (seen for 256-byte blocks, glibc 2.36)."""
-    tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":") if t and not t.startswith("glibc.malloc.tcache_count")]
+    tunables = [t for t in env.get("GLIBC_TUNABLES", "").split(":")
+                if t and not t.startswith("glibc.malloc.tcache_count")]
     return {**env, "GLIBC_TUNABLES": ":".join(tunables + [NO_TCACHE])}
 
 

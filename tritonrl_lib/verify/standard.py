@@ -39,7 +39,8 @@ class OutputStandard:
             return False
         if len(ra["metas"]) != len(rb["metas"]):
             return True
-        for ma, ba, mb, bb in zip(ra["metas"], ra["blobs"], rb["metas"], rb["blobs"]):  # all tensors (the judge takes no other reference)
+        # all tensors: the judge takes no other reference outputs
+        for ma, ba, mb, bb in zip(ra["metas"], ra["blobs"], rb["metas"], rb["blobs"]):
             atol, rtol = self.tolerance(ma["dtype"])
             if not compare(ma, ba, mb, bb, atol, rtol)["ok"]:
                 return True
@@ -64,7 +65,7 @@ class OutputStandard:
             all(r["ok"] for r in self.outputs_held(name, metas, blobs))
 
     def held_to_reference(self, name: str, i: int, cm: dict[str, Any], cb: Any,
-                           entry: dict[str, Any] | None = None) -> dict[str, Any]:
+                          entry: dict[str, Any] | None = None) -> dict[str, Any]:
         """Output `i` of the candidate on input set `name` against the trusted reference's, by the set's
         own standard: the dtype's tolerances, atol grown with the set's output magnitude, the range set's
         atol from the output's scale, and the float32-accumulated reference as a second valid answer
