@@ -42,7 +42,9 @@ class ModelNew(nn.Module):
         M, K = A.shape
         _, N = B.shape
         C = torch.empty((M, N), device=A.device, dtype=torch.float32)
+        # large blocks: the interpreter's cost is per program and per loop step (32x32x32 blocks took
+        # 10 s of CPU time on a busy CI machine, the test pool's whole limit)
         grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
         matmul_kernel[grid](A, B, C, M, N, K, A.stride(0), A.stride(1), B.stride(0), B.stride(1),
-                            C.stride(0), C.stride(1), BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+                            C.stride(0), C.stride(1), BLOCK_M=64, BLOCK_N=64, BLOCK_K=128)
         return C.to(A.dtype)
