@@ -14,7 +14,7 @@ from tritonrl_lib.config import (SECTIONS, ConfigError, _leaf_paths, available_p
 
 def test_profiles_exist_and_load():
     assert {"cpu", "gpu", "qwen7b", "smoke"} <= set(available_profiles())
-    for name in ("cpu", "gpu", "qwen7b", "smoke"):
+    for name in ("cpu", "gpu", "gpu_long", "qwen7b", "smoke"):
         cfg = load_config(name)
         assert cfg.profile == name
         assert cfg.run_name == name
@@ -29,6 +29,54 @@ def test_qwen7b_is_the_source_setup():
     assert m.lora_target_modules == ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     assert cfg.sft.per_device_batch_size == 2
     assert cfg.sft.max_samples == 1000
+
+
+def _settings(cfg) -> dict:
+    out = {}
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        out.update({f"{f.name}.{k}": x for k, x in _settings(v).items()} if dataclasses.is_dataclass(v) else {f.name: v})
+    return out
+
+
+def test_gpu_long_is_the_gpu_profile_with_the_measured_rl_run_on_top():
+    """gpu_long takes every setting of gpu (base: gpu) and changes only what the run that showed RL above
+    SFT used: a change to gpu reaches it too."""
+    gpu, long = _settings(load_config("gpu")), _settings(load_config("gpu_long"))
+    changed = {k: long[k] for k in gpu if gpu[k] != long[k]}
+    assert changed == {"profile": "gpu_long", "model.lora_r": 16, "model.lora_alpha": 32, "sft.epochs": 3,
+                       "sft.time_budget_s": 300, "rl.rounds": 16, "eval.num_tasks": 67,
+                       "eval.heldout_sets": ["tasks"]}
+
+
+def test_a_profile_builds_on_a_base(tmp_path):
+    (tmp_path / "mine.yaml").write_text("base: smoke\nrl:\n  n_samples: 3\n")
+    cfg = load_config(str(tmp_path / "mine.yaml"))
+    smoke = load_config("smoke")
+    assert (cfg.profile, cfg.rl.n_samples) == ("mine", 3)  # its own name, not the base's `profile: smoke`
+    assert (cfg.model.model, cfg.rl.rounds, cfg.device) == (smoke.model.model, smoke.rl.rounds, smoke.device)
+    # a base given as a file beside it, two levels deep; later layers win, command-line overrides last
+    (tmp_path / "top.yaml").write_text("base: mine.yaml\nrl:\n  rounds: 5\n")
+    top = load_config(str(tmp_path / "top.yaml"), cli=["rounds=7"])
+    assert (top.profile, top.rl.n_samples, top.rl.rounds, top.model.model) == ("top", 3, 7, "tiny")
+
+
+@pytest.mark.parametrize("text,match", [
+    ("base: smok\n", r"base profile 'smok' not found .*did you mean 'smoke'"),
+    ("base: [gpu]\n", "base must name a profile"),
+    ("base: loop.yaml\n", r"in a loop \(loop\.yaml -> loop\.yaml\)"),
+])
+def test_a_bad_base_is_named(tmp_path, text, match):
+    (tmp_path / "loop.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_config(str(tmp_path / "loop.yaml"))
+
+
+def test_a_loop_through_two_profiles_is_named(tmp_path):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ConfigError, match=r"a\.yaml -> b\.yaml -> a\.yaml"):
+        load_config(str(tmp_path / "a.yaml"))
 
 
 def test_smoke_uses_tiny_model_and_cpu_embedded():

@@ -14,7 +14,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default="auto", metavar="PROFILE",
-                   help="a profile in params/ (cpu, gpu, qwen7b, smoke) or a YAML file; auto = gpu with a GPU, else cpu")
+                   help="a profile in params/ (cpu, gpu, gpu_long, qwen7b, smoke) or a YAML file; auto = gpu with a GPU, else cpu")
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting, e.g. -p n_samples=10 (repeatable)")
 

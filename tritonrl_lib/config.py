@@ -393,14 +393,11 @@ def load_config(profile: str | None = None, overrides: Mapping[str, Any] | None 
                 f"unknown profile {profile!r}" + (f"; did you mean {hint!r}?" if hint else "")
                 + f" Profiles in {params_dir()}: {', '.join(known) or '(none)'}"
             )
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
     cfg = RunConfig(profile=name)
-    apply_overrides(cfg, _flatten_yaml(data, str(path)), origin=str(path))
+    layers = _profile_layers(path)
+    for layer_path, layer in layers:
+        apply_overrides(cfg, layer, origin=str(layer_path))
+    cfg.profile = layers[-1][1].get("profile", name)  # a base's `profile:` line names the base, not this one
     if overrides:
         apply_overrides(cfg, dict(overrides), origin="overrides")
     if cli:
@@ -599,6 +596,33 @@ def _coerce(value: Any, expected: Any, key: str, origin: str) -> Any:
             return str(value)  # a run named 2024 or a model path that YAML read as a number
         raise bad()
     raise bad()
+
+
+def _profile_layers(path: Path, _chain: tuple[Path, ...] = ()) -> list[tuple[Path, dict[str, Any]]]:
+    """A profile's settings, base first: `base: gpu` (a profile name, or a YAML path relative to this
+    file) takes every setting of that profile, then this file's own on top."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    base = data.pop("base", None)
+    layers: list[tuple[Path, dict[str, Any]]] = []
+    if base is not None:
+        if not isinstance(base, str) or not base:
+            raise ConfigError(f"{path}: base must name a profile (for example base: gpu), got {base!r}")
+        base_path = (path.parent / base) if base.endswith((".yaml", ".yml")) else params_dir() / f"{base}.yaml"
+        if not base_path.is_file():
+            hint = _closest(base, available_profiles())
+            raise ConfigError(f"{path}: base profile {base!r} not found ({base_path})"
+                              + (f"; did you mean {hint!r}?" if hint else ""))
+        chain = (*_chain, path.resolve())
+        if base_path.resolve() in chain:
+            names = " -> ".join(p.name for p in (*chain, base_path.resolve()))
+            raise ConfigError(f"{path}: profiles name each other as base in a loop ({names})")
+        layers = _profile_layers(base_path, chain)
+    return [*layers, (path, _flatten_yaml(data, str(path)))]
 
 
 def _flatten_yaml(data: dict, origin: str) -> dict[str, Any]:

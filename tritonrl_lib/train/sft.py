@@ -569,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tritonrl_lib.train.sft",
         description="LoRA SFT of the run's policy on its SFT examples (resumes after a kill). "
                     "Several GPUs: accelerate launch --num_processes N -m tritonrl_lib.train.sft ...")
-    parser.add_argument("--params", default="auto", help="profile: cpu, gpu, qwen7b, smoke or a YAML file (auto)")
+    parser.add_argument("--params", default="auto", help="profile: cpu, gpu, gpu_long, qwen7b, smoke or a YAML file (auto)")
     parser.add_argument("--run", default=None, help="run name (folder under outputs/); default the profile's")
     parser.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                         help="override a setting, e.g. -p epochs=2 -p lora_r=32")
