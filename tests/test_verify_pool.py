@@ -163,6 +163,26 @@ def test_a_tf32_matmul_passes_on_signed_scaled_inputs_too(pool):
     assert not pool.verify(task("matmul_rand"), zeros).correct
 
 
+def test_a_bool_output_is_held_to_the_float32_reference_on_half_inputs_too(pool):
+    """The float32 model on the half inputs is a second valid reference for any output dtype: a bool
+    (or integer) output's copy must survive the float32 outputs' scrubbing (`.to()` of the same dtype
+    returns the very tensor, which was then wiped: the honest kernel below failed or was flagged as a
+    cached answer, depending on the seed)."""
+    v = pool.verify(task("gt_threshold"), candidate("gt_threshold_fp32_ok"))
+    assert v.correct, (v.reason, v.error)
+    half = next(e for e in v.errors if e["name"] == "dtype:float16")
+    assert half["ok"] and half.get("matched") == "float32-accumulated reference", half
+
+
+def test_a_random_reference_with_batch_norm_runs_eval_mode_from_its_initial_state(pool):
+    """Dropout makes the reference random, so both models run in eval mode, where batch norm reads its
+    running statistics: the reference's training-mode runs (the tiny probe, the two repeat runs) had moved
+    them away from the initial state the candidate is built from, failing an honest kernel (mismatch)."""
+    v = pool.verify(task("gemm_bn_dropout", level=2), candidate("gemm_bn_dropout_ok"))
+    assert v.correct, (v.reason, v.error)
+    assert any("random reference" in n for n in v.notes), v.notes
+
+
 # --------------------------------------------------------------------------- hostile candidates
 
 

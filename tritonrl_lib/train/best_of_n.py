@@ -55,7 +55,7 @@ from .refine import history_messages
 from .rl_best import maybe_record_best
 from .rl_groups import StepContext, collect_step, curriculum_results
 from .rl_log import append_rl_log, rollout_info, step_timing, trim_rl_log, verdict_stats
-from .rl_run import RLResult, RLRun, open_run, verifier_pool
+from .rl_run import RLResult, RLRun, fingerprint_digest, open_run, verifier_pool
 from .verify_batch import VerifyAhead, training_verify_config
 
 METHOD = "best_of_n"
@@ -307,7 +307,7 @@ def _save_round_adapter(run: RLRun, model, tokenizer, r: int, to_round_folder: b
     """The adapter after round `r`: to the round's folder (when asked), then to checkpoints/rl."""
     rounds = run.cfg.rl.rounds
     extra = {"stage": "rl", "method": METHOD, "round": r, "rounds": rounds, "final": r == rounds - 1,
-             "fingerprint_start": run.fingerprint["start"]}
+             "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint)}
     if to_round_folder:
         models.save_checkpoint(model, tokenizer, run.paths.rl_round(r).adapter, base_model=run.base_spec, extra=extra)
     models.save_checkpoint(model, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra=extra)

@@ -49,7 +49,7 @@ from ..verify.verdict import Verdict
 from .rl_best import maybe_record_best
 from .rl_groups import StepContext, collect_step, curriculum_results
 from .rl_log import append_rl_log, rollout_info, step_timing, trim_rl_log, verdict_stats
-from .rl_run import RLResult, open_run, verifier_pool
+from .rl_run import RLResult, fingerprint_digest, open_run, verifier_pool
 from .verify_batch import VerifyAhead, training_verify_config, verify_unique
 from .trainer_checkpoints import checkpoint_step, latest_complete_checkpoint, trainer_checkpoints
 
@@ -271,7 +271,8 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
             policy = trainer.accelerator.unwrap_model(trainer.model)
             models.save_checkpoint(policy, tokenizer, root, base_model=run.base_spec, extra={
                 "stage": "rl", "method": METHOD, "steps": steps, "final": True,
-                "fingerprint_start": run.fingerprint["start"], "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+                "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
             del trainer
         except BaseException:
             pieces.close(drop_queued=True)  # an interrupt: no verifying of batches nobody will read

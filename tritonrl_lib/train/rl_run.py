@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import json
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -149,6 +150,13 @@ def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str
     return {"method": method, "rl": rl, "model": dataclasses.asdict(cfg.model), "seed": cfg.seed,
             "verify": dataclasses.asdict(cfg.verify), "train": train, "start": adapter_identity(start),
             "tasks": hashlib.sha256("\n".join(sorted(task_ids)).encode()).hexdigest()[:16]}
+
+
+def fingerprint_digest(fp: dict[str, Any]) -> str:
+    """A short name of an RL run's whole fingerprint, written into its adapter's marker: an adapter that
+    another run's settings produced is another model (its evaluations do not carry over), even where its
+    weights come out the same (a best-of-N run that kept nothing)."""
+    return hashlib.sha256(json.dumps(fp, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def clear_rl_folder(paths: RunPaths) -> None:

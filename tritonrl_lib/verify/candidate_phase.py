@@ -120,6 +120,7 @@ class CandidatePhase:
         tracker = LaunchTracker(path)
         tracker.install()
         runtime_checks.host_read_hooks()
+        runtime_checks.dispatch_switch_hooks(path)
         mode = self.child.settings.compile_check
         if self.device == "cpu" and mode in ("frontend", "full"):
             # every launch is compiled for CUDA before the interpreter runs it, as a GPU would

@@ -260,6 +260,9 @@ class ReferencePhase:
             return True
         for spec in plan.models.values():
             if spec.ref is not None:
+                # the training-mode runs moved its buffers (batch norm's running statistics), which eval
+                # mode reads: back to the initial state the candidate is built from
+                spec.ref.load_state_dict(spec.state)
                 spec.ref.eval()
         if self.outputs_repeat(plan, s):
             self.eval_mode = True
@@ -368,7 +371,9 @@ class ReferencePhase:
             return None
         if len(raw) != len(outs) or not all(isinstance(a, torch.Tensor) for a in raw + outs):
             return None
-        alt = [a.to(o.dtype) for a, o in zip(raw, outs)]
+        # a copy always: .to() hands back the same tensor where the dtype already matches (bool, integer
+        # outputs), and scrubbing `raw` would then wipe the float32 reference before it is sent
+        alt = [a.to(o.dtype, copy=True) for a, o in zip(raw, outs)]
         scrub(raw, set())
         if not self.finite(alt) or any(a.shape != o.shape for a, o in zip(alt, outs)):
             return None

@@ -25,6 +25,7 @@ import sys
 from typing import Any
 
 import torch
+import torch.utils.dlpack
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_dispatch_mode
@@ -88,9 +89,64 @@ class CensusWatch(TorchFunctionMode):
         self.census = census
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if _current_dispatch_mode() is not self.census and not _inside_census(sys._getframe(1)):
+        if not _inside_census(sys._getframe(1)) and (_current_dispatch_mode() is not self.census
+                                                     or _python_dispatch_excluded()):
             _audit(guard.EV_BYPASS, getattr(func, "__name__", "?"))
         return func(*args, **(kwargs or {}))
+
+
+def _python_dispatch_excluded() -> bool:
+    """Whether dispatch modes are switched off for this thread with the census still on the stack
+    (`torch._C._DisableTorchDispatch`, which public helpers such as the sparse semi-structured
+    fallback use, or an excluded Python dispatch key): ops then skip every mode, the census too."""
+    return bool(_KEY_EXCLUDED(_PYTHON_KEY))
+
+
+_KEY_EXCLUDED = torch._C._dispatch_tls_is_dispatch_key_excluded  # bound before any candidate code runs
+_PYTHON_KEY = torch._C.DispatchKey.Python
+
+
+# What switches the dispatch side off for the calls inside it (so ops skip the census): the Python
+# dispatch key excluded, or the census popped off its stack. Each alone is seen by CensusWatch; with
+# torch functions switched off as well it would not be, so calls to these from the candidate's code
+# (directly or through a library helper) report a bypass themselves.
+_DISPATCH_SWITCHES = ("_DisableTorchDispatch", "_ExcludeDispatchKeyGuard", "_ForceDispatchKeyGuard",
+                      "_dispatch_tls_set_dispatch_key_excluded", "_pop_torch_dispatch_stack",
+                      "_unset_dispatch_mode", "_set_dispatch_mode")
+
+
+def dispatch_switch_hooks(candidate_file: str) -> None:
+    """Wrap the switches above, in torch._C and wherever a loaded torch module holds them under another
+    name (`torch.utils._mode_utils.no_dispatch`), to report guard.EV_BYPASS when called with the
+    candidate's code on the stack (the guard counts it only during forward)."""
+    originals = {id(getattr(torch._C, n)): n for n in _DISPATCH_SWITCHES if hasattr(torch._C, n)}
+    wrappers: dict[int, Any] = {}
+    for module in [torch._C, *(m for name, m in list(sys.modules.items())
+                               if name.startswith("torch.") and m is not None)]:
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            key = id(value)
+            if key in originals:
+                if key not in wrappers:
+                    wrappers[key] = _switch_wrapper(value, originals[key], candidate_file)
+                setattr(module, attr, wrappers[key])
+
+
+def _switch_wrapper(original: Any, name: str, candidate_file: str) -> Any:
+    def switch(*args, **kwargs):
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == candidate_file:
+                _audit(guard.EV_BYPASS, name)
+                break
+            frame = frame.f_back
+        return original(*args, **kwargs)
+
+    switch.__name__ = name
+    return switch
 
 
 def _inside_census(frame: Any, depth: int = 4) -> bool:
@@ -114,18 +170,47 @@ def _torch_owned(t: torch.Tensor) -> bool:
 
 
 def host_read_hooks() -> None:
-    """Tensor methods that hand values to Python without dispatching an op (`tolist`, `numpy`,
-    `__array__`): wrapped to report the elements they read (guard.EV_HOST_READ). Installed before the
+    """What hands a tensor's values to Python or numpy without dispatching an op, wrapped to report the
+    elements it exposes (guard.EV_HOST_READ): the tensor methods `tolist`, `numpy`, `__array__`,
+    `__dlpack__` (numpy's `from_dlpack` shares the memory), the DLPack export functions, and a storage's
+    values (`tolist`, indexing, iteration, serialisation's `_write_file`). Installed before the
     candidate's import; the wrappers hold nothing but the originals."""
-    for name in ("tolist", "numpy", "__array__"):
-        original = getattr(torch.Tensor, name)
+    def tensor_size(obj: Any, *_: Any) -> int:
+        return int(obj.numel()) if isinstance(obj, torch.Tensor) else 0
 
-        def wrapped(self, *args, _original=original, **kwargs):
-            _audit(guard.EV_HOST_READ, int(self.numel()))
-            return _original(self, *args, **kwargs)
+    def storage_size(obj: Any, *_: Any) -> int:
+        return int(obj.nbytes()) if hasattr(obj, "nbytes") else int(obj.size())
 
-        wrapped.__name__ = name
-        setattr(torch.Tensor, name, wrapped)
+    def indexed(obj: Any, index: Any = None, *_: Any) -> int:
+        return storage_size(obj) if isinstance(index, slice) else 1
+
+    for owner, names, size in ((torch.Tensor, ("tolist", "numpy", "__array__", "__dlpack__"), tensor_size),
+                               (torch._C, ("_to_dlpack", "_to_dlpack_versioned"), tensor_size),
+                               (torch.utils.dlpack, ("to_dlpack",), tensor_size),
+                               (torch.UntypedStorage, ("tolist", "__iter__", "_write_file"), storage_size),
+                               (torch.UntypedStorage, ("__getitem__",), indexed),
+                               (torch.TypedStorage, ("tolist", "__iter__", "_write_file"), storage_size),
+                               (torch.TypedStorage, ("__getitem__",), indexed)):
+        for name in names:
+            original = getattr(owner, name, None)
+            if original is None or getattr(original, "_host_read_wrapped", False):
+                continue
+            _wrap_host_read(owner, name, original, size)
+
+
+def _wrap_host_read(owner: Any, name: str, original: Any, size: Any) -> None:
+    def wrapped(*args, **kwargs):
+        try:
+            n = size(*args)
+        except Exception:
+            n = 0
+        if n:
+            _audit(guard.EV_HOST_READ, n)
+        return original(*args, **kwargs)
+
+    wrapped.__name__ = name
+    wrapped._host_read_wrapped = True  # type: ignore[attr-defined]
+    setattr(owner, name, wrapped)
 
 
 class LaunchTracker:
@@ -173,14 +258,23 @@ class LaunchTracker:
                 _report_launch(fn_self, candidate_file)
             if tracker.on_launch is None or kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
-            _audit(guard.EV_PAUSE, 1)  # the compile check's own work is not the candidate's compute
+            # the compile check's own work is not the candidate's compute; but converting an argument of
+            # the candidate's own type (a property, a tuple subclass rebuilt) would run its code: then
+            # the census stays on
+            try:
+                pause = all(_plain_argument(v) for v in (*args, *(v for k, v in kwargs.items() if k != "grid")))
+            except Exception:
+                pause = False
+            if pause:
+                _audit(guard.EV_PAUSE, 1)
             try:
                 compiled = bool(tracker.on_launch(fn_self, args, kwargs))
             except CUDACompileError as e:
                 # the compiler's message is the error; the check's own frames tell the reader nothing
                 raise e.with_traceback(None) from None
             finally:
-                _audit(guard.EV_PAUSE, -1)
+                if pause:
+                    _audit(guard.EV_PAUSE, -1)
             if not compiled:
                 return original(fn_self, *args, **kwargs)
             try:
@@ -204,15 +298,30 @@ def _report_launch(kernel: Any, candidate_file: str) -> None:
 
 
 def _plain_argument(x: Any) -> bool:
-    if isinstance(x, tuple):
-        return all(_plain_argument(v) for v in x)
+    if isinstance(x, tuple):  # a subclass is rebuilt by calling its class: only namedtuple's own code is plain
+        return _plain_tuple_type(type(x)) and all(_plain_argument(v) for v in tuple.__iter__(x))
     if is_plain_tensor(x):
         return True
     base = getattr(x, "base", None)
     if type(x).__name__ == "TensorDescriptor" and is_plain_tensor(base):
         return True
     return not hasattr(x, "data_ptr") and (x is None or isinstance(x, (bool, int, float, str, torch.dtype))
-                                           or type(x).__module__.startswith("triton"))
+                                           or type(x).__module__.split(".")[0] == "triton")
+
+
+_TUPLE_HOOKS = ("__init__", "__iter__", "__getitem__", "__len__", "__getattribute__", "__getattr__", "__init_subclass__")
+
+
+def _plain_tuple_type(cls: type) -> bool:
+    """A tuple, or a namedtuple class as `collections.namedtuple` / `typing.NamedTuple` make it: its
+    `__new__` generated (compiled from a string), nothing of the candidate's that rebuilding or
+    iterating it would run."""
+    if cls is tuple:
+        return True
+    own = vars(cls)
+    code = getattr(cls.__new__, "__code__", None) if "__new__" in own else None
+    return (cls.__bases__ == (tuple,) and isinstance(own.get("_fields"), tuple) and code is not None
+            and code.co_filename == "<string>" and not any(name in own for name in _TUPLE_HOOKS))
 
 
 def _pause_census(cls: type, name: str, arguments: Any) -> None:
