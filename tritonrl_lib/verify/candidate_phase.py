@@ -30,7 +30,7 @@ import torch
 
 from . import guard as guard_mod
 from . import reasons as R
-from . import runtime_checks, shared_blobs
+from . import interpreter_libdevice, runtime_checks, shared_blobs
 from .child_context import CANDIDATE_MODULE, Child, classify, excerpt
 from .compile_errors import interpreter_only
 from .compiler_copy import compiler_available
@@ -121,6 +121,8 @@ class CandidatePhase:
         tracker.install()
         runtime_checks.host_read_hooks()
         runtime_checks.dispatch_switch_hooks(path)
+        if self.device == "cpu":
+            interpreter_libdevice.install()  # libdevice's math, which the interpreter lacks (a GPU has it)
         mode = self.child.settings.compile_check
         if self.device == "cpu" and mode in ("frontend", "full"):
             # every launch is compiled for CUDA before the interpreter runs it, as a GPU would
@@ -203,6 +205,15 @@ class CandidatePhase:
         self.guard.install()
         if enforce:
             self.ch.integrity = self.guard.tampered  # asked before every frame from here on (protocol.py)
+
+    def uses_inline_asm(self) -> bool:
+        """Whether the solution writes inline PTX, which the CPU interpreter cannot run."""
+        try:
+            with open(os.path.join(self.child.workdir, CANDIDATE_MODULE + ".py"), encoding="utf-8",
+                      errors="replace") as f:
+                return "inline_asm_elementwise" in f.read()
+        except OSError:
+            return False
 
     def send_notes(self) -> None:
         if self.guard is not None:
@@ -293,6 +304,9 @@ class CandidatePhase:
             if interpreter_only(e):
                 self.child.note("the interpreter rejected a launch that compiles for CUDA (an interpreter limitation): "
                                 "scored as a runtime error")
+            elif self.device == "cpu" and self.uses_inline_asm():
+                self.child.note("the kernel uses inline_asm_elementwise, PTX that the interpreter cannot run (a GPU "
+                                "runs it): scored as a runtime error on the CPU")
             self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": excerpt(e), **self.guard_facts()})
             return False

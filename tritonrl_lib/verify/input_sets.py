@@ -51,6 +51,7 @@ class InputSet:
     make: Callable[[], list[Any]] | None  # draws the inputs (fresh tensors, on the device), or
     inputs: list[Any] | None  # ... the inputs themselves (mapped from the worker's cache, read-only)
     out_specs: list[tuple[tuple[int, ...], torch.dtype]]
+    heavy_ops: dict[str, int | None] | None = None  # the reference's GEMM / convolution calls on this set (heavy_ops.py)
 
     def draw(self, device: str) -> list[Any]:
         """Fresh inputs on `device`, every call the same values."""

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from . import reasons as R
 from .compare import BadOutput, decode, same_bytes
+from .heavy_ops import FAMILIES
+from .heavy_ops import excess as excess_heavy_ops
 from .reward import compute_reward
 from .sandbox import JUDGED
 from .settings import JobSettings
@@ -239,7 +241,7 @@ class Judge:
             mags = None
         self.refs[name] = {"stage": stage, "metas": metas, "blobs": main, "magnitudes": mags,
                            "alt": blobs[len(metas):] if n_alt else None,
-                           "inputs": str(header.get("inputs", ""))[:300]}
+                           "inputs": str(header.get("inputs", ""))[:300], "heavy_ops": header.get("heavy_ops")}
         return None
 
     def _reference_cache_message(self, kind: str, header: dict[str, Any], blobs: list[Any]) -> str | None:
@@ -343,6 +345,11 @@ class Judge:
         from .policy import runtime_op_allowed
 
         forbidden = sorted(str(op) for op in ops if not runtime_op_allowed(self.policy, str(op), self.extra_ops))
+        if self.policy == "fusion":
+            for fam, n, allowed, names in excess_heavy_ops(ops, ref.get("heavy_ops")):
+                self._flag(f"{R.PYTORCH_COMPUTE}:more_{fam}_calls", f"forward made {n} {FAMILIES[fam]} calls "
+                           f"({', '.join(names)[:200]}) on the {name} inputs where the reference makes {allowed}: "
+                           f"the fusion policy keeps the reference's own in PyTorch, not epilogue work written as more")
         for op in forbidden[:MAX_FLAGS_LISTED]:
             self._flag(f"{R.PYTORCH_COMPUTE}:{op[:80]}", f"forward ran PyTorch op {op} ({ops[op]}x), which the "
                        f"{self.policy!r} policy leaves to Triton; ops seen: {', '.join(sorted(map(str, ops)))[:600]}")

@@ -26,6 +26,7 @@ import torch
 
 from .child_context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
+from .heavy_ops import HeavyOpCounter
 from .input_sets import (InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values,
                          seed_torch)
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
@@ -207,7 +208,10 @@ class ReferencePhase:
             s.keep(inputs)
             inputs = s.draw(self.device)  # the reference may change its inputs: it gets a copy
         self.child.mark(f"drawn:{s.name}")
-        outs = self.run_ref(plan.models[s.model_key].ref, inputs)
+        counter = HeavyOpCounter()
+        with counter:  # the reference's GEMM and convolution calls: a fusion candidate may make no more
+            outs = self.run_ref(plan.models[s.model_key].ref, inputs)
+        s.heavy_ops = counter.result()
         finite = self.finite(outs)
         self.child.mark(f"ran:{s.name}")
         wrong_dtype = alt_dtype is not None and not all(
@@ -409,7 +413,8 @@ class ReferencePhase:
                 self.original_out_bytes = out_bytes
             self.sent_bytes += out_bytes * (2 if alt else 1)
             header = {"type": "ref", "name": s.name, "stage": s.stage, "outputs": metas,
-                      "inputs": describe_inputs(inputs), "magnitudes": [mean_abs(o) for o in outs]}
+                      "inputs": describe_inputs(inputs), "magnitudes": [mean_abs(o) for o in outs],
+                      "heavy_ops": s.heavy_ops}
             if alt is not None:
                 header["alt_outputs"], alt_blobs = self.child.encode(alt, blanks)
                 blobs = blobs + alt_blobs

@@ -1,0 +1,44 @@
+"""What the Triton interpreter lacks and a GPU has, on the CPU verifier: libdevice's math is filled in
+(honest kernels that call libdevice.tanh / pow / isnan pass, through either module path), and inline
+PTX, which nothing on the CPU can run, is scored as a runtime error with a note saying why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.tasks.task import Task
+from tritonrl_lib.verify.pool import VerifierPool
+
+CASES = Path(__file__).parent / "verifier_cases"
+GELU = Task(id="test/gelu_tanh", level=1, name="gelu_tanh", source=(CASES / "tasks" / "gelu_tanh.py").read_text())
+
+
+def candidate(name: str) -> str:
+    return (CASES / "candidates" / f"{name}.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(VerifyConfig(timeout_s=60), workers=1, device="cpu", cache=False, progress=False) as p:
+        yield p
+
+
+@pytest.mark.parametrize("name", ["gelu_tanh_libdevice_ok", "gelu_tanh_cuda_libdevice_ok"])
+def test_libdevice_math_runs_under_the_interpreter(pool, name):
+    v = pool.verify(GELU, candidate(name))
+    assert v.correct and v.cheat_flags == [], (v.reason, v.error[:400])
+
+
+def test_a_wrong_libdevice_kernel_still_fails(pool):
+    wrong = candidate("gelu_tanh_libdevice_ok").replace("libdevice.tanh(inner)", "libdevice.tanh(inner * 2.0)")
+    v = pool.verify(GELU, wrong)
+    assert not v.correct and v.reason.startswith("mismatch:"), (v.reason, v.error[:300])
+
+
+def test_inline_ptx_is_a_runtime_error_on_the_cpu_with_a_note(pool):
+    v = pool.verify(GELU, candidate("gelu_tanh_inline_asm"))
+    assert (v.correct, v.reason) == (False, "runtime_error"), (v.reason, v.error[:300])
+    assert any("inline_asm_elementwise" in n and "a GPU runs it" in n for n in v.notes), v.notes

@@ -1,0 +1,98 @@
+"""How many GEMM and convolution calls a forward makes, the reference's and the candidate's.
+
+The `fusion` policy lets a Level-2 solution keep the reference's heavy ops (the GEMM and convolution
+families of policy.py) in PyTorch and judges it on the rest. It does not let it add more of them:
+epilogue work written as one more GEMM or convolution (a sum over features as a product with a ones
+vector, an average pool as a depthwise convolution with 1/k^2 weights) is PyTorch doing what the
+task asks Triton to do. The reference phase counts the reference's calls per input set
+(`HeavyOpCounter`, sent with its outputs); the judge holds the candidate's census on the same set to
+those counts (`excess`). Counted by family, not by name: `F.linear` and `x @ w.t()` plus a bias
+kernel are one GEMM each, whichever aten op they dispatch to.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Mapping
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .policy import CONV_OPS, GEMM_OPS, aten_base_name
+
+FAMILIES = {"gemm": "GEMM", "conv": "convolution"}
+
+# Reference ops that do GEMMs or convolutions inside, how many no census can tell (an RNN's per step and
+# layer, attention's two and more): a reference that runs one leaves that family without a limit, so
+# an honest candidate may write them as plain GEMMs with Triton between.
+UNCOUNTED = {
+    "gemm": frozenset({"scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+                       "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+                       "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+                       "_flash_attention_forward", "_efficient_attention_forward", "_native_multi_head_attention",
+                       "_transformer_encoder_layer_fwd", "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell",
+                       "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell",
+                       "_cudnn_rnn", "miopen_rnn", "mkldnn_rnn_layer", "_trilinear", "bilinear"}),
+    "conv": frozenset({"cudnn_convolution_relu", "cudnn_convolution_add_relu"}),
+}
+
+
+def family(op: object) -> str | None:
+    """"gemm" or "conv" for an op of those families (an aten name or OpOverload), else None."""
+    base = aten_base_name(op)
+    if base in GEMM_OPS:
+        return "gemm"
+    if base in CONV_OPS:
+        return "conv"
+    return None
+
+
+def counts(ops: Mapping[str, int]) -> dict[str, int]:
+    """A census ({aten op name: calls}) -> calls per heavy family."""
+    out: Counter[str] = Counter()
+    for op, n in ops.items():
+        f = family(op)
+        if f is not None and isinstance(n, int):
+            out[f] += n
+    return dict(out)
+
+
+class HeavyOpCounter(TorchDispatchMode):
+    """Counts the heavy ops dispatched while active (the reference's forward: trusted code)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+        self.uncounted: set[str] = set()
+
+    def result(self) -> dict[str, int | None]:
+        """Calls per family; None for a family the reference ran an uncounted op of."""
+        return {**self.calls, **{f: None for f in self.uncounted}}
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # as the census: nothing is compiled here, and torch._dynamo takes seconds to import
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        f = family(func)
+        if f is not None:
+            self.calls[f] += 1
+        else:
+            base = aten_base_name(func)
+            self.uncounted.update(fam for fam, names in UNCOUNTED.items() if base in names)
+        return func(*args, **(kwargs or {}))
+
+
+def excess(ops: Mapping[str, int], reference: Any) -> list[tuple[str, int, int, list[str]]]:
+    """The families the candidate called more often than the reference on the same set: (family,
+    candidate's calls, reference's, the candidate's ops of that family). Nothing for a family the
+    reference has no count of (None: uncounted ops), nor when its counts are missing or malformed."""
+    if not isinstance(reference, dict) or not all(v is None or (isinstance(v, int) and not isinstance(v, bool))
+                                                  for v in reference.values()):
+        return []
+    mine = counts(ops)
+    out = []
+    for f, n in sorted(mine.items()):
+        allowed = reference.get(f, 0)
+        if allowed is not None and n > allowed:
+            out.append((f, n, allowed, sorted(str(op) for op in ops if family(op) == f)))
+    return out
