@@ -75,6 +75,18 @@ def test_honest_tuple_and_namedtuple_arguments_still_pass(pool):
         assert all(x.correct and x.cheat_flags == [] for x in v), [(x.reason, x.error[:200]) for x in v]
 
 
+def test_compute_on_the_weights_while_they_are_loaded_is_flagged(pool):
+    """A load_state_dict hook runs outside forward: folding the epilogue into the weights there (here a
+    sum over features into one weight vector) is PyTorch compute; a transposed copy made there is not."""
+    gemm = Task(id="test/gemm_div_sum_scale", level=2, name="gemm_div_sum_scale",
+                source=(CASES / "tasks" / "gemm_div_sum_scale.py").read_text())
+    folded, honest = pool.map(gemm, [candidate("esc_fold_into_weights_on_load"), candidate("gemm_div_sum_scale_ok")],
+                              progress=False)
+    _assert_caught(folded, "esc_fold_into_weights_on_load", "compute_while_loading")
+    assert "aten.sum.dim_IntList" in folded.error, folded.error[:300]
+    assert honest.correct and honest.cheat_flags == [], (honest.reason, honest.error[:300])
+
+
 def test_a_tuple_subclass_with_code_of_its_own_is_not_a_plain_argument():
     from collections import namedtuple
     from typing import NamedTuple

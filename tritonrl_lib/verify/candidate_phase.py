@@ -37,6 +37,7 @@ from .compiler_copy import compiler_available
 from .encoding import release_blanks, spec_bytes
 from .input_sets import InputSet, ModelSpec, Plan
 from .launch_compiler import SM, LaunchCompiler
+from .loading_watch import LoadingOps
 from .process_state import ProcessState
 from .runtime_checks import (CensusWatch, LaunchTracker, OpCensus, _torch_owned, flatten_outputs,
                              interpreter_autotune, perturb_host_allocator, poison_allocator, same_bits)
@@ -253,15 +254,20 @@ class CandidatePhase:
         model = self.child.build(cls, copy.deepcopy(spec.init_inputs))
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"ModelNew(...) built a {type(model).__name__}, not an nn.Module")
-        own = model.state_dict()
-        matching = {k: v for k, v in spec.state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
-        if matching:
-            model.load_state_dict(matching, strict=False)
-        model = model.to(self.device)
-        if spec.dtype is not None:
-            model = model.to(spec.dtype)
-        if self.plan.eval_mode:
-            model.eval()  # the reference is random in training mode: both judged in eval mode
+        with LoadingOps() as loading:  # the candidate's hooks run here, outside forward's census
+            own = model.state_dict()
+            matching = {k: v for k, v in spec.state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
+            if matching:
+                model.load_state_dict(matching, strict=False)
+            model = model.to(self.device)
+            if spec.dtype is not None:
+                model = model.to(spec.dtype)
+            if self.plan.eval_mode:
+                model.eval()  # the reference is random in training mode: both judged in eval mode
+        computed = loading.computed()
+        if computed and self.guard is not None and R.COMPUTE_WHILE_LOADING not in self.guard.flags:
+            self.guard.record(R.COMPUTE_WHILE_LOADING, f"loading the reference's weights into ModelNew ran "
+                              f"{', '.join(computed)[:200]}: compute on the weights outside forward")
         return model
 
     # ---------------------------------------------------------------- one call

@@ -180,8 +180,9 @@ CENSUS_BYPASSED = "census_bypassed"  # forward ran with the op census switched o
 MONKEYPATCH = "monkeypatch"  # :<what> a function or class of torch, triton, time, builtins or the verifier replaced
 GLOBAL_STATE = "global_state"  # :<what> PyTorch's global settings changed (TF32, deterministic, threads, ...)
 # the guard's refusals (guard.py): the candidate's process tried what only an attack needs
+COMPUTE_WHILE_LOADING = "compute_while_loading"  # aten compute while the reference's weights were loaded
 GUARD_FLAGS = frozenset({"threads", "process", "ctypes", "introspection", "network", "environment",
-                         "dynamic_code", "forbidden_import", "tampering"})
+                         "dynamic_code", "forbidden_import", "tampering", COMPUTE_WHILE_LOADING})
 TIMED_OUTPUT = "timed_output_wrong"  # an output of a timed call was wrong though the same inputs' was right
 RUNTIME_FLAGS = frozenset({FOREIGN_KERNEL, NO_TRITON_LAUNCH, PYTORCH_COMPUTE, INPUT_MUTATED, CACHED_OUTPUT,
                            HOST_COMPUTE, NOT_PLAIN_OUTPUT, CENSUS_BYPASSED, MONKEYPATCH, GLOBAL_STATE, TIMED_OUTPUT,

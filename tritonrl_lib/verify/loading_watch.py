@@ -1,0 +1,38 @@
+"""What a candidate computes while the reference's weights are loaded into it.
+
+The verifier builds ModelNew, then loads the reference's state into it (`load_state_dict`), moves it
+to the device and dtype, and switches it to eval mode where the reference is random. Each of those can
+run the candidate's own code (state-dict hooks, `_load_from_state_dict`, `_apply`, `train` overrides),
+outside `forward` and so outside the op census, on the very weights the task uses: epilogue work
+folded into the weights there (a GEMM's output scale, a sum over features as one weight vector) would
+be PyTorch compute nobody counted. Loading needs only bookkeeping (copies, casts, views, allocation):
+any other aten op is flagged (`compute_while_loading`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .policy import runtime_op_allowed
+
+
+class LoadingOps(TorchDispatchMode):
+    """Records the aten ops dispatched while the candidate is loaded (trusted setup, no flags itself)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # as the census: nothing is compiled here, and torch._dynamo takes seconds to import
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops[str(func)] += 1
+        return func(*args, **(kwargs or {}))
+
+    def computed(self) -> list[str]:
+        """The ops beyond bookkeeping, by name."""
+        return sorted(op for op in self.ops if not runtime_op_allowed("strict", op))
