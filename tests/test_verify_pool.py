@@ -183,6 +183,24 @@ def test_a_random_reference_with_batch_norm_runs_eval_mode_from_its_initial_stat
     assert any("random reference" in n for n in v.notes), v.notes
 
 
+@pytest.mark.parametrize("task_name,cand", [
+    ("max_over_dim", "max_zero_init"),  # right on rand's positive rows, 0 on an all-negative one
+    ("l2norm_wide", "l2norm_global_norm"),  # one norm for all rows: right while rows are drawn alike
+])
+def test_kernels_right_only_on_rows_drawn_alike_fail_the_seed_set(pool, task_name, cand):
+    """The seed set negates its inputs and scales each row by its own power of two (found by red-teaming:
+    both kernels passed every set before)."""
+    v = pool.verify(task(task_name), candidate(cand))
+    assert (v.correct, v.reason) == (False, "mismatch:seed"), (v.reason, v.error[:300])
+    assert any(n.startswith("variation seed: inputs negated, rows times 2**k") for n in v.notes), v.notes
+
+
+def test_an_honest_max_passes_the_negated_seed_set(pool):
+    v = pool.verify(task("max_over_dim"), candidate("max_over_dim_ok"))
+    assert v.correct, (v.reason, v.error[:300])
+    assert next(e for e in v.errors if e["name"] == "seed")["ok"]
+
+
 # --------------------------------------------------------------------------- hostile candidates
 
 

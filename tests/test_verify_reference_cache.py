@@ -63,7 +63,7 @@ import torch.nn as nn
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
-        self.scale = nn.Parameter(torch.tensor(float(int.from_bytes(os.urandom(2), "little") % 97 + 1)))
+        self.scale = nn.Parameter(torch.tensor(float(int.from_bytes(os.urandom(4), "little") % 1000003 + 1)))
 
     def forward(self, x):
         return torch.relu(x) * self.scale

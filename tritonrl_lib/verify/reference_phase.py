@@ -30,8 +30,8 @@ from .heavy_ops import HeavyOpCounter
 from .input_sets import (InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values,
                          seed_torch)
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
-from .variations import (RANGE_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs, larger_plan,
-                         load_task_module, offset, ranged, tiny_plans)
+from .variations import (RANGE_LOG2, ROW_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs,
+                         larger_plan, load_task_module, offset, ranged, row_scaled, tiny_plans)
 
 TASK_MODULE = "tritonrl_task"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -116,7 +116,7 @@ class ReferencePhase:
                     self.value_set(plan, "offset", self.drawer(base, self.seeds["inputs"], offset),
                                    original_outs_finite)
                 elif name == "seed":
-                    self.value_set(plan, "seed", self.drawer(base, self.seeds["other"]), original_outs_finite)
+                    self.seed_set(plan, base, original_outs_finite)
                 elif name == "larger":
                     self.larger_set(plan)
                 elif name == "dtype":
@@ -305,6 +305,23 @@ class ReferencePhase:
         if not ok:
             self.child.note(f"variation {name} skipped: the reference gives non-finite outputs on it")
         return ok
+
+    def seed_set(self, plan: Plan, base: Any, originally_finite: bool) -> None:
+        """Other values from another secret seed, negated, each row (along the first dimension) at a scale
+        of its own (`row_scaled`); not negated where the reference is not finite on negative inputs, the
+        values as drawn where it is not finite on either."""
+        other = self.seeds["other"]
+        lo, hi = ROW_LOG2
+        for negate, said in ((True, f"inputs negated, rows times 2**k, k in [{lo}, {hi}]"),
+                            (False, f"rows times 2**k, k in [{lo}, {hi}] (the reference is not finite on negative "
+                                    "inputs)"),
+                            (None, "values as drawn (the reference is not finite on rows of other scales)")):
+            transform = None if negate is None else (lambda xs, ng=negate: row_scaled(xs, other, negate=ng))
+            if self.run_set(plan, InputSet("seed", "full", "base", self.drawer(base, other, transform), None, []),
+                            require_finite=originally_finite):
+                self.child.note(f"variation seed: {said}")
+                return
+        self.child.note("variation seed skipped: the reference gives non-finite outputs on it")
 
     # widest first; each is kept only where the reference stays finite on it
     RANGES = (({"log2": 0.0, "scale_log2": WIDE_SCALE_LOG2}, f"signs, magnitudes x 2**{WIDE_SCALE_LOG2:g}"),

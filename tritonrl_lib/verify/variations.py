@@ -43,6 +43,7 @@ RANGE_LOG2 = 3.0  # the range set's magnitudes: 2**u for u uniform in [-RANGE_LO
 WIDE_SCALE_LOG2 = 6.0
 RANGE_CHUNK = 1 << 26  # elements the range set transforms at a time
 OFFSET = 2.0
+ROW_LOG2 = (-4, 2)  # the seed set's rows: each times +-2**k, k in this range (row_scaled)
 
 
 def is_batch_like(name: str) -> bool:
@@ -248,6 +249,31 @@ def ranged(values: list[Any], seed: int, signs: bool = True, log2: float = RANGE
             part.copy_(part.float().mul_(factor))
             del factor
         return out
+
+    return map_tensors(values, one)
+
+
+def row_scaled(values: list[Any], seed: int, negate: bool = True, low: int = ROW_LOG2[0],
+               high: int = ROW_LOG2[1]) -> list[Any]:
+    """Every float input's slices along its first dimension ("rows") each times its own power of two
+    2**k, k in [low, high], and with `negate` every input negated: rows of other scales within one call,
+    which no set drawn alike has (a statistic taken over the whole tensor instead of per row), and inputs
+    of one sign turned negative (a maximum started at zero). The sign is the whole input's, not each
+    row's: a matmul's second operand has its rows along the summed dimension, where signs of their own
+    would cancel and fail an honest TF32 product. Powers of two: exact in every float dtype."""
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+
+    def one(t: Any) -> Any:
+        if not t.is_floating_point() or t.numel() == 0:
+            return t.clone()
+        rows = t.shape[0] if t.dim() else 1
+        factor = torch.exp2(torch.randint(low, high + 1, (rows,), generator=gen).to(torch.float32))
+        if negate:
+            factor = -factor
+        return t.clone().mul_(factor.view(-1, *([1] * (t.dim() - 1))).to(device=t.device, dtype=t.dtype)
+                              if t.dim() else factor[0].to(device=t.device, dtype=t.dtype))
 
     return map_tensors(values, one)
 
