@@ -37,7 +37,7 @@ from .compiler_copy import compiler_available
 from .encoding import release_blanks, spec_bytes
 from .input_sets import InputSet, ModelSpec, Plan
 from .launch_compiler import SM, LaunchCompiler
-from .loading_watch import LoadingOps
+from .loading_watch import LoadingOps, relaid_out
 from .process_state import ProcessState
 from .runtime_checks import (CensusWatch, LaunchTracker, OpCensus, _torch_owned, flatten_outputs,
                              interpreter_autotune, perturb_host_allocator, poison_allocator, same_bits)
@@ -254,9 +254,14 @@ class CandidatePhase:
         model = self.child.build(cls, copy.deepcopy(spec.init_inputs))
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"ModelNew(...) built a {type(model).__name__}, not an nn.Module")
-        with LoadingOps() as loading:  # the candidate's hooks run here, outside forward's census
+        loading = LoadingOps()  # the candidate's hooks run in these blocks, outside forward's census
+        with loading:
             own = model.state_dict()
-            matching = {k: v for k, v in spec.state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)}
+        # the reference's weights where a name and shape match, except a weight the solution laid out anew
+        # from the same values (transposed, flipped) under that name: copying would undo its layout
+        matching = {k: v for k, v in spec.state.items() if k in own and tuple(own[k].shape) == tuple(v.shape)
+                    and not relaid_out(own[k], v)}
+        with loading:
             if matching:
                 model.load_state_dict(matching, strict=False)
             model = model.to(self.device)

@@ -12,6 +12,7 @@ any other aten op is flagged (`compute_while_loading`).
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -36,3 +37,22 @@ class LoadingOps(TorchDispatchMode):
     def computed(self) -> list[str]:
         """The ops beyond bookkeeping, by name."""
         return sorted(op for op in self.ops if not runtime_op_allowed("strict", op))
+
+
+def relaid_out(mine: Any, reference: Any) -> bool:
+    """Whether the solution's own weight holds the reference's values in another order (built from the
+    same seed, then transposed or flipped in `__init__` and kept under the reference's name): the same
+    smallest and largest value and the same sum and sum of squares, but not equal element by element.
+    Copying the reference's tensor over it would undo the layout the solution's kernel reads."""
+    import torch
+
+    if not (isinstance(mine, torch.Tensor) and isinstance(reference, torch.Tensor)) or mine.numel() < 2 \
+            or mine.dtype != reference.dtype or not mine.is_floating_point() or mine.shape != reference.shape:
+        return False
+    a = torch.Tensor.detach(mine).to("cpu", torch.float64)
+    b = torch.Tensor.detach(reference).to("cpu", torch.float64)
+    if torch.equal(a, b):
+        return False
+    return bool(a.min() == b.min() and a.max() == b.max()
+                and torch.isclose(a.sum(), b.sum(), rtol=1e-9, atol=1e-9)
+                and torch.isclose((a * a).sum(), (b * b).sum(), rtol=1e-9, atol=1e-9))

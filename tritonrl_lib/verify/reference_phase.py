@@ -31,7 +31,8 @@ from .input_sets import (InputSet, ModelSpec, Plan, drawer, mapped_input, model_
                          seed_torch)
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
 from .variations import (RANGE_LOG2, ROW_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs,
-                         larger_plan, load_task_module, offset, ranged, row_scaled, tiny_plans)
+                         keep_structure, larger_plan, load_task_module, offset, ranged, row_scaled,
+                         tiny_plans)
 
 TASK_MODULE = "tritonrl_task"
 HALF_DTYPES = (torch.float16, torch.bfloat16)
@@ -51,6 +52,11 @@ def reference_call(what: str, fn: Callable[[], Any]) -> Any:
         raise
     except BaseException as e:
         raise RefFailed(f"{what}: {type(e).__name__}: {e}") from e
+
+
+def structured(transform: Callable[[list[Any]], list[Any]]) -> Callable[[list[Any]], list[Any]]:
+    """A value set's transform that keeps the exact structure of the drawn inputs (`keep_structure`)."""
+    return lambda xs: keep_structure(xs, transform(xs))
 
 
 class ReferencePhase:
@@ -113,7 +119,7 @@ class ReferencePhase:
                 if name == "range":
                     self.range_set(plan, base, original_outs_finite)
                 elif name == "offset":
-                    self.value_set(plan, "offset", self.drawer(base, self.seeds["inputs"], offset),
+                    self.value_set(plan, "offset", self.drawer(base, self.seeds["inputs"], structured(offset)),
                                    original_outs_finite)
                 elif name == "seed":
                     self.seed_set(plan, base, original_outs_finite)
@@ -316,7 +322,7 @@ class ReferencePhase:
                             (False, f"rows times 2**k, k in [{lo}, {hi}] (the reference is not finite on negative "
                                     "inputs)"),
                             (None, "values as drawn (the reference is not finite on rows of other scales)")):
-            transform = None if negate is None else (lambda xs, ng=negate: row_scaled(xs, other, negate=ng))
+            transform = None if negate is None else structured(lambda xs, ng=negate: row_scaled(xs, other, negate=ng))
             if self.run_set(plan, InputSet("seed", "full", "base", self.drawer(base, other, transform), None, []),
                             require_finite=originally_finite):
                 self.child.note(f"variation seed: {said}")
@@ -334,7 +340,7 @@ class ReferencePhase:
         is not finite on negative values (the operation does not take them), magnitudes alone."""
         seed = self.seeds["range"]
         for kwargs, said in self.RANGES:
-            make = self.drawer(base, self.seeds["inputs"], lambda xs, kw=kwargs: ranged(xs, seed, **kw))
+            make = self.drawer(base, self.seeds["inputs"], structured(lambda xs, kw=kwargs: ranged(xs, seed, **kw)))
             if self.run_set(plan, InputSet("range", "full", "base", make, None, []), require_finite=originally_finite):
                 if said:
                     self.child.note(f"variation range: {said}")

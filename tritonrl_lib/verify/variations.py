@@ -43,6 +43,7 @@ RANGE_LOG2 = 3.0  # the range set's magnitudes: 2**u for u uniform in [-RANGE_LO
 WIDE_SCALE_LOG2 = 6.0
 RANGE_CHUNK = 1 << 26  # elements the range set transforms at a time
 OFFSET = 2.0
+STRUCTURE_MAX_ELEMENTS = 1 << 27  # inputs keep_structure looks at (a mask of 128 Mi elements: 128 MiB)
 ROW_LOG2 = (-4, 2)  # the seed set's rows: each times +-2**k, k in this range (row_scaled)
 
 
@@ -276,6 +277,31 @@ def row_scaled(values: list[Any], seed: int, negate: bool = True, low: int = ROW
                               if t.dim() else factor[0].to(device=t.device, dtype=t.dtype))
 
     return map_tensors(values, one)
+
+
+def keep_structure(drawn: list[Any], changed: list[Any]) -> list[Any]:
+    """A value set's inputs (`changed`, made from `drawn`) with the exact structure the task's own inputs
+    promise put back: where a float input is at least a quarter exact zeros (a triangular matrix, a
+    mask), those entries stay zero; a square matrix (or a batch of them) that is symmetric stays
+    symmetric. KernelBench's triangular and symmetric matmuls promise it, and an honest kernel may rely on
+    it (skipping the zero tiles, reading B's transpose): the offset set filled the zeros, the range set's
+    per-element signs broke the symmetry, and such kernels failed. Inputs over STRUCTURE_MAX_ELEMENTS are
+    left as they are (the masks would cost memory a large task does not have)."""
+    import torch
+
+    out = list(changed)
+    for i, (x, y) in enumerate(zip(drawn, changed)):
+        if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.is_floating_point()
+                and y.shape == x.shape and 0 < x.numel() <= STRUCTURE_MAX_ELEMENTS):
+            continue
+        zeros = x == 0
+        if int(zeros.sum()) * 4 >= x.numel():
+            y = y.masked_fill(zeros.to(y.device), 0)
+        del zeros
+        if x.dim() >= 2 and x.shape[-1] == x.shape[-2] > 1 and torch.equal(x, x.mT):
+            y = (y + y.mT) / 2
+        out[i] = y
+    return out
 
 
 def offset(values: list[Any], by: float = OFFSET) -> list[Any]:

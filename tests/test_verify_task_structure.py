@@ -1,0 +1,71 @@
+"""What a task promises about its inputs, and its weights' layout, honoured by the verifier: the value
+sets keep a triangular input's zeros and a symmetric input's symmetry (KernelBench L1/13-15), so a kernel
+that relies on them passes, while a wrong one still fails; a weight the solution laid out anew from the
+same values (transposed, under the reference's name) is not overwritten by the reference's copy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.tasks.task import Task
+from tritonrl_lib.verify.loading_watch import relaid_out
+from tritonrl_lib.verify.pool import VerifierPool
+from tritonrl_lib.verify.variations import keep_structure, offset, ranged, row_scaled
+
+CASES = Path(__file__).parent / "verifier_cases"
+
+
+def task(name: str, level: int = 1) -> Task:
+    return Task(id=f"test/{name}", level=level, name=name, source=(CASES / "tasks" / f"{name}.py").read_text())
+
+
+def candidate(name: str) -> str:
+    return (CASES / "candidates" / f"{name}.py").read_text()
+
+
+def test_value_sets_keep_zeros_and_symmetry_they_were_drawn_with():
+    g = torch.Generator().manual_seed(0)
+    tri = torch.tril(torch.rand(8, 8, generator=g))
+    s = torch.rand(2, 6, 6, generator=g)
+    sym = s + s.mT
+    dense = torch.rand(8, 8, generator=g)
+    for transform in (offset, lambda xs: ranged(xs, 1), lambda xs: row_scaled(xs, 2)):
+        changed = transform([tri, sym, dense])
+        t, y, d = keep_structure([tri, sym, dense], changed)
+        assert torch.equal(t, torch.tril(t)) and bool((t[tri != 0] != tri[tri != 0]).any())  # changed, still triangular
+        assert torch.equal(y, y.mT) and not torch.equal(y, sym)
+        assert d is changed[2]  # nothing to keep: the transform's own
+    assert torch.equal(keep_structure([tri], offset([tri]))[0][tri == 0], torch.zeros(int((tri == 0).sum())))
+
+
+def test_a_relaid_weight_is_told_from_another_init():
+    w = torch.randn(6, 6)
+    assert relaid_out(w.t().contiguous(), w) and relaid_out(w.flip(0), w)
+    assert not relaid_out(w.clone(), w)  # the same layout: copying changes nothing
+    assert not relaid_out(torch.randn(6, 6), w)  # other values: the reference's are copied over
+    assert not relaid_out(w.t().half(), w) and not relaid_out(torch.arange(3), torch.arange(3).flip(0))
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with VerifierPool(VerifyConfig(timeout_s=60), workers=1, device="cpu", cache=False, progress=False) as p:
+        yield p
+
+
+@pytest.mark.parametrize("task_name,name,level", [
+    ("tril_matmul", "tril_matmul_skips_zero_tiles_ok", 1),
+    ("symmetric_matmul", "symmetric_matmul_reads_rows_ok", 1),
+    ("linear_square_clamp_lse_mish", "linear_square_prepacked_weight_ok", 2),
+])
+def test_kernels_relying_on_what_the_task_promises_pass(pool, task_name, name, level):
+    v = pool.verify(task(task_name, level), candidate(name))
+    assert v.correct and v.cheat_flags == [], (v.reason, v.error[:400])
+
+
+def test_a_wrong_structured_kernel_still_fails(pool):
+    v = pool.verify(task("tril_matmul"), candidate("tril_matmul_misses_diagonal"))
+    assert not v.correct and v.reason.startswith("mismatch:"), (v.reason, v.error[:300])
