@@ -63,6 +63,10 @@ def test_excess_compares_per_family():
     assert excess(ops, {"gemm": 1, "conv": 1}) == [("gemm", 2, 1, ["aten.addmm.default", "aten.mm.default"])]
     assert excess(ops, {"gemm": 2}) == [("conv", 1, 0, ["aten.convolution.default"])]
     assert excess(ops, None) == [] and excess(ops, {"gemm": "2"}) == []  # no (well-formed) counts: no limit
+    # a convolution done as an im2col GEMM: as many heavy calls in all as the reference
+    assert excess({"aten.im2col.default": 1, "aten.mm.default": 1}, {"conv": 1}) == []
+    assert excess({"aten.mm.default": 2}, {"conv": 1}) == [("gemm", 2, 0, ["aten.mm.default"])]
+    assert excess(ops, {"gemm": None, "conv": 0}) == []  # uncounted heavy work in the reference: no limit
 
 
 @pytest.fixture(scope="module")

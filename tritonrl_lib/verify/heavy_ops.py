@@ -6,8 +6,9 @@ epilogue work written as one more GEMM or convolution (a sum over features as a 
 vector, an average pool as a depthwise convolution with 1/k^2 weights) is PyTorch doing what the
 task asks Triton to do. The reference phase counts the reference's calls per input set
 (`HeavyOpCounter`, sent with its outputs); the judge holds the candidate's census on the same set to
-those counts (`excess`). Counted by family, not by name: `F.linear` and `x @ w.t()` plus a bias
-kernel are one GEMM each, whichever aten op they dispatch to.
+those counts (`excess`): no more heavy calls in all than the reference makes. Counted by family, not by
+name: `F.linear` and `x @ w.t()` plus a bias kernel are one GEMM each, whichever aten op they dispatch
+to, and a convolution done as an im2col GEMM is still one heavy call.
 """
 
 from __future__ import annotations
@@ -83,16 +84,18 @@ class HeavyOpCounter(TorchDispatchMode):
 
 
 def excess(ops: Mapping[str, int], reference: Any) -> list[tuple[str, int, int, list[str]]]:
-    """The families the candidate called more often than the reference on the same set: (family,
-    candidate's calls, reference's, the candidate's ops of that family). Nothing for a family the
-    reference has no count of (None: uncounted ops), nor when its counts are missing or malformed."""
+    """Where the candidate made more heavy calls than the reference on the same set: nothing while its
+    GEMMs and convolutions together are no more than the reference's (a convolution done as an im2col
+    GEMM is still one heavy call); else each family it called more often than the reference, as
+    (family, candidate's calls, reference's, the candidate's ops of that family). No limit where the
+    reference ran uncounted heavy work (a family None), nor when its counts are missing or malformed."""
     if not isinstance(reference, dict) or not all(v is None or (isinstance(v, int) and not isinstance(v, bool))
                                                   for v in reference.values()):
         return []
+    if any(v is None for v in reference.values()):
+        return []
     mine = counts(ops)
-    out = []
-    for f, n in sorted(mine.items()):
-        allowed = reference.get(f, 0)
-        if allowed is not None and n > allowed:
-            out.append((f, n, allowed, sorted(str(op) for op in ops if family(op) == f)))
-    return out
+    if sum(mine.values()) <= sum(reference.values()):
+        return []
+    return [(f, n, reference.get(f, 0), sorted(str(op) for op in ops if family(op) == f))
+            for f, n in sorted(mine.items()) if n > reference.get(f, 0)]
