@@ -134,9 +134,9 @@ def test_limit_reads_the_first_rows():
 @pytest.mark.slow
 def test_verification_keeps_only_solutions_that_pass_and_reports_the_rate():
     """The hand-written row, the (de-inductored) ScaledReLU and GatedLinear (its GEMM kept in
-    PyTorch, as the fusion policy allows) pass; the Tanh row calls libdevice, which only a GPU runs
-    (the interpreter has none)."""
-    from tritonrl_lib.config import gpu_available, load_config
+    PyTorch, as the fusion policy allows) and the Tanh row, which calls libdevice (a GPU links NVIDIA's;
+    on the CPU the verifier fills it in for the interpreter), all pass."""
+    from tritonrl_lib.config import load_config
     from tritonrl_lib.data.split import make_split
     from tritonrl_lib.data.stage import kernelbook_examples
     from tritonrl_lib.verify import VerifierPool
@@ -146,15 +146,9 @@ def test_verification_keeps_only_solutions_that_pass_and_reports_the_rate():
     with VerifierPool(load_config("smoke").verify, cache=False, progress=False) as pool:
         examples, summary = kernelbook_examples(kb, split, pool, verify=True)
     assert summary["rows"] == 8 and summary["kept"] == 4
-    failures = summary["verify_failures"]
-    if gpu_available():
-        assert [e.task_id for e in examples] == ["kernelbook/kb-0001", "kernelbook/kb-0002", "kernelbook/kb-0003",
-                                                 "kernelbook/kb-0004"]
-        assert summary["pass_rate"] == 1.0 and not failures
-    else:
-        assert [e.task_id for e in examples] == ["kernelbook/kb-0001", "kernelbook/kb-0002", "kernelbook/kb-0004"], summary
-        assert summary["pass_rate"] == 0.75
-        assert list(failures.values()) == [1] and next(iter(failures)).startswith("runtime"), failures
+    assert [e.task_id for e in examples] == ["kernelbook/kb-0001", "kernelbook/kb-0002", "kernelbook/kb-0003",
+                                             "kernelbook/kb-0004"], summary
+    assert summary["pass_rate"] == 1.0 and not summary["verify_failures"]
     assert all(e.verified and e.origin == "kernelbook" for e in examples)
 
 

@@ -85,6 +85,12 @@ def test_compute_on_the_weights_while_they_are_loaded_is_flagged(pool):
     _assert_caught(folded, "esc_fold_into_weights_on_load", "compute_while_loading")
     assert "aten.sum.dim_IntList" in folded.error, folded.error[:300]
     assert honest.correct and honest.cheat_flags == [], (honest.reason, honest.error[:300])
+    # layout work while loading is not compute: two weights concatenated, a kernel flipped
+    for task_name, name in (("gated_linear", "gated_linear_cat_on_load_ok"),
+                            ("conv_transpose_relu", "conv_transpose_flip_on_load_ok")):
+        t = Task(id=f"test/{task_name}", level=2, name=task_name, source=(CASES / "tasks" / f"{task_name}.py").read_text())
+        v = pool.verify(t, candidate(name))
+        assert v.correct and v.cheat_flags == [], (name, v.reason, v.error[:300])
 
 
 def test_a_tuple_subclass_with_code_of_its_own_is_not_a_plain_argument():

@@ -21,7 +21,7 @@ from typing import Any
 from . import reasons
 from .verdict import Verdict
 
-VERIFIER_VERSION = "10"  # 10: census escapes caught (dispatch switches, DLPack and storage reads, the compile check's pause); 9: timed outputs judged as their set was and copied as returned; cached answers wrong ones
+VERIFIER_VERSION = "11"  # 11: red-teamed (census escapes, heavy-call limit, loading watch, seed set rows, structure kept, libdevice on the CPU); 9: timed outputs judged as their set was and copied as returned; cached answers wrong ones
 
 # settings that can change a verdict (timeout and memory limit only decide verdicts never stored)
 KEY_SETTINGS = ("atol", "rtol", "half_atol", "half_rtol", "num_variations", "timing_enabled", "timing_warmup",
