@@ -59,6 +59,9 @@ def test_a_demonstration_run_says_so_first_and_points_to_real_results(cfg):
     assert first.startswith("A demonstration, not a measurement") and "`cpu` profile" in first
     assert "one sample moves a rate by 50 points" in first  # 2 samples per model
     assert "`gpu` profile" in report.description[-1] and "docs/RESULTS.md" in report.description[-1]
+    g = load_config("gpu")  # the pointer to a real run is read from the gpu profile, not written beside it
+    assert f"on {g.data.n_sft_examples:,} verified examples for {g.sft.epochs:g} epochs" in report.description[-1]
+    assert f"runs {g.rl.rounds} rounds of best-of-N" in report.description[-1]
     # the demonstration box comes before any number
     assert page.index("A demonstration, not a measurement") < page.index("<h2>Headline</h2>")
     assert re.search(r"<a href='[^']*docs/RESULTS\.md'>docs/RESULTS\.md</a>", page)

@@ -65,10 +65,26 @@ PROFILE_WORDS = {
             "on a CPU (Triton kernels run in Triton's interpreter, nothing is timed). It shows each stage "
             "working end to end; its rates say nothing about the method."),
 }
-GPU_RUN = ("A run of the `gpu` profile (`make run` on a machine with a GPU, about 12 minutes on one H200) "
-           "fine-tunes on 1,000 verified examples for 4 epochs, runs 2 rounds of best-of-N reinforcement "
-           "learning, and evaluates 20 held-out tasks x 4 samples each, with every correct kernel timed. "
-           "Its measured results are in docs/RESULTS.md.")
+GPU_RUN_MINUTES = "30-35"  # the gpu profile's stages measured one by one on an H100 (docs/RESULTS.md, issue 17)
+
+
+def gpu_run_sentence() -> str:
+    """What a run of the `gpu` profile does, read from the profile itself (so it cannot go stale)."""
+    from .config import ConfigError, load_config
+
+    head = (f"A run of the `gpu` profile (`make run` on a machine with a GPU; its stages, measured one by one, "
+            f"add up to {GPU_RUN_MINUTES} minutes on one H100)")
+    try:
+        g = load_config("gpu")
+    except (ConfigError, OSError):
+        return head + " is measured in docs/RESULTS.md."
+    rl = (f"{g.rl.rounds} rounds of best-of-N" if g.rl.method == "best_of_n" else f"{g.rl.grpo_steps} GRPO steps")
+    sets = ", ".join({"tasks": "unseen tasks of trained families", "families": "unseen families"}.get(x, x)
+                     for x in g.eval.heldout_sets)
+    return (f"{head} fine-tunes (LoRA r={g.model.lora_r}) on {g.data.n_sft_examples:,} verified examples for "
+            f"{g.sft.epochs:g} epochs, runs {rl}, and evaluates {g.eval.eval_k} samples on each of "
+            f"{g.eval.num_tasks} held-out tasks per set ({sets}), with every correct kernel timed. Its measured "
+            f"results are in docs/RESULTS.md.")
 TASK_SOURCES = {"heldout": "the held-out families (never trained on)", "builtin": "the built-in suite"}
 # Fewer evaluated samples per model than this, and one sample moves a rate by more than 2.5 points.
 DEMO_SAMPLES = 40
@@ -136,7 +152,7 @@ def run_description(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) ->
         intro = PROFILE_WORDS.get(cfg.profile, f"the `{cfg.profile}` settings, sized as a demonstration.")
         lines.append(f"A demonstration, not a measurement. This run used {intro}{per}")
         lines.append(what)
-        lines.append(GPU_RUN)
+        lines.append(gpu_run_sentence())
     else:
         lines.append(what)
     return lines, demo
