@@ -79,9 +79,16 @@ def _elementwise(fn: Callable[..., np.ndarray], predicate: bool = False) -> Call
     return call
 
 
+_INSTALLED: list[bool] = [False]
+
+
 def install() -> None:
-    """Fill in libdevice's floating-point math in this process (the CPU verifier's candidate child)."""
+    """Fill in libdevice's floating-point math in this process (a CPU worker, inherited by its children)."""
     import importlib
+
+    if _INSTALLED[0]:
+        return
+    _INSTALLED[0] = True
 
     table = {**{n: _elementwise(f) for n, f in UNARY.items()}, **{n: _elementwise(f) for n, f in BINARY.items()},
              **{n: _elementwise(f) for n, f in TERNARY.items()},

@@ -89,8 +89,9 @@ class CensusWatch(TorchFunctionMode):
         self.census = census
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if not _inside_census(sys._getframe(1)) and (_current_dispatch_mode() is not self.census
-                                                     or _python_dispatch_excluded()):
+        # cheap checks first: this runs on every torch call of forward (the interpreter's included)
+        if (_current_dispatch_mode() is not self.census or _python_dispatch_excluded()) \
+                and not _inside_census(sys._getframe(1)):
             _audit(guard.EV_BYPASS, getattr(func, "__name__", "?"))
         return func(*args, **(kwargs or {}))
 
@@ -115,10 +116,15 @@ _DISPATCH_SWITCHES = ("_DisableTorchDispatch", "_ExcludeDispatchKeyGuard", "_For
                       "_unset_dispatch_mode", "_set_dispatch_mode")
 
 
-def dispatch_switch_hooks(candidate_file: str) -> None:
+def dispatch_switch_hooks(candidate_file: str | None = None) -> None:
     """Wrap the switches above, in torch._C and wherever a loaded torch module holds them under another
     name (`torch.utils._mode_utils.no_dispatch`), to report guard.EV_BYPASS when called with the
-    candidate's code on the stack (the guard counts it only during forward)."""
+    candidate's code on the stack (the guard counts it only during forward). The wrapping is done once,
+    in the worker before it forks (scanning every torch module costs a child ~20 ms); each child then
+    only names its candidate's file."""
+    _SWITCH_FILE[0] = candidate_file
+    if _SWITCH_FILE[1]:
+        return
     originals = {id(getattr(torch._C, n)): n for n in _DISPATCH_SWITCHES if hasattr(torch._C, n)}
     wrappers: dict[int, Any] = {}
     for module in [torch._C, *(m for name, m in list(sys.modules.items())
@@ -131,13 +137,18 @@ def dispatch_switch_hooks(candidate_file: str) -> None:
             key = id(value)
             if key in originals:
                 if key not in wrappers:
-                    wrappers[key] = _switch_wrapper(value, originals[key], candidate_file)
+                    wrappers[key] = _switch_wrapper(value, originals[key])
                 setattr(module, attr, wrappers[key])
+    _SWITCH_FILE[1] = True
 
 
-def _switch_wrapper(original: Any, name: str, candidate_file: str) -> Any:
+_SWITCH_FILE: list[Any] = [None, False]  # [the candidate's file in this process, wrappers installed]
+
+
+def _switch_wrapper(original: Any, name: str) -> Any:
     def switch(*args, **kwargs):
-        frame = sys._getframe(1)
+        candidate_file = _SWITCH_FILE[0]
+        frame = sys._getframe(1) if candidate_file else None
         while frame is not None:
             if frame.f_code.co_filename == candidate_file:
                 _audit(guard.EV_BYPASS, name)

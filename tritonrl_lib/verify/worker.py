@@ -43,6 +43,10 @@ def _worker_imports(device: str) -> None:
     if device == "cpu":
         import triton.runtime.interpreter  # noqa: F401
 
+        from .interpreter_libdevice import install
+
+        install()  # libdevice's math for the interpreter, once here (each child's own call finds it done)
+
         # imported lazily by the interpreter's argument specialisation: pay for it once here, not
         # in every child (CPU only: on a GPU nothing that might touch the driver loads here)
         try:
@@ -51,6 +55,9 @@ def _worker_imports(device: str) -> None:
             pass
     from . import child, job, judge, policy, timing  # noqa: F401
     from .footprint import warm
+    from .runtime_checks import dispatch_switch_hooks
+
+    dispatch_switch_hooks()  # wrapped once here; each child names its candidate's file
 
     warm()  # the meta-device measurement's imports, paid once here (no CUDA), not in every probe
 
