@@ -69,3 +69,13 @@ def test_kernels_relying_on_what_the_task_promises_pass(pool, task_name, name, l
 def test_a_wrong_structured_kernel_still_fails(pool):
     v = pool.verify(task("tril_matmul"), candidate("tril_matmul_misses_diagonal"))
     assert not v.correct and v.reason.startswith("mismatch:"), (v.reason, v.error[:300])
+
+
+def test_the_seed_sets_transform_negates_and_scales_rows_by_powers_of_two():
+    x = torch.rand(6, 5) + 0.5
+    ratio = row_scaled([x], 7)[0] / x  # exact: powers of two
+    assert bool((ratio < 0).all()) and bool((ratio == ratio[:, :1]).all())  # one factor per row, negative
+    k = torch.log2(-ratio[:, 0])
+    assert torch.equal(k, k.round()) and bool(((k >= -4) & (k <= 2)).all())
+    assert torch.equal(row_scaled([x], 7, rows=False)[0], -x)  # the fallback when rescaled rows are not finite
+    assert torch.equal(row_scaled([x], 7, negate=False, rows=False)[0], x)

@@ -314,15 +314,18 @@ class ReferencePhase:
 
     def seed_set(self, plan: Plan, base: Any, originally_finite: bool) -> None:
         """Other values from another secret seed, negated, each row (along the first dimension) at a scale
-        of its own (`row_scaled`); not negated where the reference is not finite on negative inputs, the
-        values as drawn where it is not finite on either."""
+        of its own (`row_scaled`); where the reference is not finite there, negated alone, then rescaled
+        alone, then the values as drawn: whichever is kept does not depend on the secret seed's draws more
+        than it must (a kernel right only on one sign fails whenever negation is kept)."""
         other = self.seeds["other"]
         lo, hi = ROW_LOG2
-        for negate, said in ((True, f"inputs negated, rows times 2**k, k in [{lo}, {hi}]"),
-                            (False, f"rows times 2**k, k in [{lo}, {hi}] (the reference is not finite on negative "
-                                    "inputs)"),
-                            (None, "values as drawn (the reference is not finite on rows of other scales)")):
-            transform = None if negate is None else structured(lambda xs, ng=negate: row_scaled(xs, other, negate=ng))
+        steps = ((True, True, f"inputs negated, rows times 2**k, k in [{lo}, {hi}]"),
+                 (True, False, "inputs negated (the reference is not finite on rows of other scales)"),
+                 (False, True, f"rows times 2**k, k in [{lo}, {hi}] (the reference is not finite on negative inputs)"),
+                 (None, None, "values as drawn (the reference is not finite on negated or rescaled inputs)"))
+        for negate, rows, said in steps:
+            transform = None if negate is None else structured(
+                lambda xs, ng=negate, rs=rows: row_scaled(xs, other, negate=ng, rows=rs))
             if self.run_set(plan, InputSet("seed", "full", "base", self.drawer(base, other, transform), None, []),
                             require_finite=originally_finite):
                 self.child.note(f"variation seed: {said}")

@@ -255,9 +255,9 @@ def ranged(values: list[Any], seed: int, signs: bool = True, log2: float = RANGE
 
 
 def row_scaled(values: list[Any], seed: int, negate: bool = True, low: int = ROW_LOG2[0],
-               high: int = ROW_LOG2[1]) -> list[Any]:
+               high: int = ROW_LOG2[1], rows: bool = True) -> list[Any]:
     """Every float input's slices along its first dimension ("rows") each times its own power of two
-    2**k, k in [low, high], and with `negate` every input negated: rows of other scales within one call,
+    2**k, k in [low, high] (with `rows`), and with `negate` every input negated: rows of other scales within one call,
     which no set drawn alike has (a statistic taken over the whole tensor instead of per row), and inputs
     of one sign turned negative (a maximum started at zero). The sign is the whole input's, not each
     row's: a matmul's second operand has its rows along the summed dimension, where signs of their own
@@ -269,8 +269,9 @@ def row_scaled(values: list[Any], seed: int, negate: bool = True, low: int = ROW
     def one(t: Any) -> Any:
         if not t.is_floating_point() or t.numel() == 0:
             return t.clone()
-        rows = t.shape[0] if t.dim() else 1
-        factor = torch.exp2(torch.randint(low, high + 1, (rows,), generator=gen).to(torch.float32))
+        n = t.shape[0] if t.dim() else 1
+        k = torch.randint(low, high + 1, (n,), generator=gen).to(torch.float32)
+        factor = torch.exp2(k) if rows else torch.ones(n)
         if negate:
             factor = -factor
         return t.clone().mul_(factor.view(-1, *([1] * (t.dim() - 1))).to(device=t.device, dtype=t.dtype)
