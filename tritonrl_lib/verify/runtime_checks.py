@@ -320,7 +320,8 @@ def _plain_argument(x: Any) -> bool:
                                            or type(x).__module__.split(".")[0] == "triton")
 
 
-_TUPLE_HOOKS = ("__init__", "__iter__", "__getitem__", "__len__", "__getattribute__", "__getattr__", "__init_subclass__")
+_TUPLE_HOOKS = ("__init__", "__iter__", "__getitem__", "__len__", "__getattribute__", "__getattr__",
+                "__init_subclass__")
 
 
 def _plain_tuple_type(cls: type) -> bool:
