@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 from tritonrl_lib.config import VerifyConfig
 from tritonrl_lib.tasks.task import Task
-from tritonrl_lib.verify.heavy_ops import HeavyOpCounter, counts, excess
+from tritonrl_lib.verify.heavy_ops import counts, excess, reference_counts
+from tritonrl_lib.verify.op_recorder import OpRecorder
 from tritonrl_lib.verify.pool import VerifierPool
 
 CASES = Path(__file__).parent / "verifier_cases"
@@ -28,9 +29,9 @@ def candidate(name: str) -> str:
 
 
 def counted(fn, *args) -> dict:
-    with HeavyOpCounter() as c:
+    with OpRecorder() as recorder:
         fn(*args)
-    return c.result()
+    return reference_counts(recorder.ops)
 
 
 def test_the_reference_counter_counts_families_not_names():

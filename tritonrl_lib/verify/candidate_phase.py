@@ -37,7 +37,8 @@ from .compiler_copy import compiler_available
 from .encoding import release_blanks, spec_bytes
 from .input_sets import InputSet, ModelSpec, Plan
 from .launch_compiler import SM, LaunchCompiler
-from .loading_watch import LoadingOps, relaid_out
+from .loading_watch import computed_while_loading, relaid_out
+from .op_recorder import OpRecorder
 from .process_state import ProcessState
 from .runtime_checks import (CensusWatch, LaunchTracker, OpCensus, _torch_owned, flatten_outputs,
                              interpreter_autotune, perturb_host_allocator, poison_allocator, same_bits)
@@ -254,7 +255,7 @@ class CandidatePhase:
         model = self.child.build(cls, copy.deepcopy(spec.init_inputs))
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"ModelNew(...) built a {type(model).__name__}, not an nn.Module")
-        loading = LoadingOps()  # the candidate's hooks run in these blocks, outside forward's census
+        loading = OpRecorder()  # the candidate's hooks run in these blocks, outside forward's census
         with loading:
             own = model.state_dict()
         # the reference's weights where a name and shape match, except a weight the solution laid out anew
@@ -269,7 +270,7 @@ class CandidatePhase:
                 model = model.to(spec.dtype)
             if self.plan.eval_mode:
                 model.eval()  # the reference is random in training mode: both judged in eval mode
-        computed = loading.computed()
+        computed = computed_while_loading(loading.ops)
         if computed and self.guard is not None and R.COMPUTE_WHILE_LOADING not in self.guard.flags:
             self.guard.record(R.COMPUTE_WHILE_LOADING, f"loading the reference's weights into ModelNew ran "
                               f"{', '.join(computed)[:200]}: compute on the weights outside forward")

@@ -4,19 +4,18 @@ The `fusion` policy lets a Level-2 solution keep the reference's heavy ops (the 
 families of policy.py) in PyTorch and judges it on the rest. It does not let it add more of them:
 epilogue work written as one more GEMM or convolution (a sum over features as a product with a ones
 vector, an average pool as a depthwise convolution with 1/k^2 weights) is PyTorch doing what the
-task asks Triton to do. The reference phase counts the reference's calls per input set
-(`HeavyOpCounter`, sent with its outputs); the judge holds the candidate's census on the same set to
-those counts (`excess`): no more heavy calls in all than the reference makes. Counted by family, not by
-name: `F.linear` and `x @ w.t()` plus a bias kernel are one GEMM each, whichever aten op they dispatch
-to, and a convolution done as an im2col GEMM is still one heavy call.
+task asks Triton to do. The reference phase records the reference's ops per input set
+(op_recorder.OpRecorder) and sends their `reference_counts` with its outputs; the judge holds the
+candidate's census on the same set to those counts (`excess`): no more heavy calls in all than the
+reference makes. Counted by family, not by name: `F.linear` and `x @ w.t()` plus a bias kernel are one
+GEMM each, whichever aten op they dispatch to, and a convolution done as an im2col GEMM is still one
+heavy call.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any, Mapping
-
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from .policy import CONV_OPS, GEMM_OPS, aten_base_name
 
@@ -57,30 +56,11 @@ def counts(ops: Mapping[str, int]) -> dict[str, int]:
     return dict(out)
 
 
-class HeavyOpCounter(TorchDispatchMode):
-    """Counts the heavy ops dispatched while active (the reference's forward: trusted code)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: Counter[str] = Counter()
-        self.uncounted: set[str] = set()
-
-    def result(self) -> dict[str, int | None]:
-        """Calls per family; None for a family the reference ran an uncounted op of."""
-        return {**self.calls, **{f: None for f in self.uncounted}}
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # as the census: nothing is compiled here, and torch._dynamo takes seconds to import
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        f = family(func)
-        if f is not None:
-            self.calls[f] += 1
-        else:
-            base = aten_base_name(func)
-            self.uncounted.update(fam for fam, names in UNCOUNTED.items() if base in names)
-        return func(*args, **(kwargs or {}))
+def reference_counts(ops: Mapping[str, int]) -> dict[str, int | None]:
+    """The reference's census (an op_recorder.OpRecorder's `ops`) -> calls per heavy family, None for a
+    family it ran an uncounted op of (UNCOUNTED): what the reference phase sends with its outputs."""
+    bases = {aten_base_name(op) for op in ops}
+    return {**counts(ops), **{fam: None for fam, names in UNCOUNTED.items() if bases & names}}
 
 
 def excess(ops: Mapping[str, int], reference: Any) -> list[tuple[str, int, int, list[str]]]:

@@ -14,10 +14,7 @@ classic inference optimisation (batch norm into a convolution) as much as a way 
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
-from torch.utils._python_dispatch import TorchDispatchMode
+from typing import Any, Mapping
 
 from .policy import DATA_MOVEMENT_OPS, runtime_op_allowed, split_op_name
 
@@ -25,25 +22,10 @@ from .policy import DATA_MOVEMENT_OPS, runtime_op_allowed, split_op_name
 LAYOUT_OPS = DATA_MOVEMENT_OPS | {"flip", "roll", "rot90", "_cudnn_rnn_flatten_weight"}
 
 
-class LoadingOps(TorchDispatchMode):
-    """Records the aten ops dispatched while the candidate is loaded (trusted setup, no flags itself)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: Counter[str] = Counter()
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        return False  # as the census: nothing is compiled here, and torch._dynamo takes seconds to import
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops[str(func)] += 1
-        return func(*args, **(kwargs or {}))
-
-    def computed(self) -> list[str]:
-        """The ops beyond bookkeeping, by name."""
-        return sorted(op for op in self.ops
-                      if not runtime_op_allowed("strict", op) and split_op_name(op)[1] not in LAYOUT_OPS)
+def computed_while_loading(ops: Mapping[str, int]) -> list[str]:
+    """The ops beyond bookkeeping and layout among those recorded while the candidate was loaded
+    (an op_recorder.OpRecorder's `ops`), by name."""
+    return sorted(op for op in ops if not runtime_op_allowed("strict", op) and split_op_name(op)[1] not in LAYOUT_OPS)
 
 
 def relaid_out(mine: Any, reference: Any) -> bool:

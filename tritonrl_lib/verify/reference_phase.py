@@ -26,9 +26,10 @@ import torch
 
 from .child_context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
-from .heavy_ops import HeavyOpCounter
+from .heavy_ops import reference_counts
 from .input_sets import (InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values,
                          seed_torch)
+from .op_recorder import OpRecorder
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
 from .variations import (RANGE_LOG2, ROW_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs,
                          keep_structure, larger_plan, load_task_module, offset, ranged, row_scaled,
@@ -214,10 +215,10 @@ class ReferencePhase:
             s.keep(inputs)
             inputs = s.draw(self.device)  # the reference may change its inputs: it gets a copy
         self.child.mark(f"drawn:{s.name}")
-        counter = HeavyOpCounter()
-        with counter:  # the reference's GEMM and convolution calls: a fusion candidate may make no more
+        recorder = OpRecorder()
+        with recorder:  # the reference's GEMM and convolution calls: a fusion candidate may make no more
             outs = self.run_ref(plan.models[s.model_key].ref, inputs)
-        s.heavy_ops = counter.result()
+        s.heavy_ops = reference_counts(recorder.ops)
         finite = self.finite(outs)
         self.child.mark(f"ran:{s.name}")
         wrong_dtype = alt_dtype is not None and not all(
