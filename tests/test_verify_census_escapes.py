@@ -6,20 +6,15 @@ tuple and namedtuple kernel arguments still pass."""
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
 
-CASES = Path(__file__).parent / "verifier_cases"
-RELU = Task(id="test/relu", level=1, name="relu", source=(CASES / "tasks" / "relu.py").read_text())
+from verifier_fixtures import candidate, task
 
-
-def candidate(name: str) -> str:
-    return (CASES / "candidates" / f"{name}.py").read_text()
+RELU = task("relu")
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +73,7 @@ def test_honest_tuple_and_namedtuple_arguments_still_pass(pool):
 def test_compute_on_the_weights_while_they_are_loaded_is_flagged(pool):
     """A load_state_dict hook runs outside forward: folding the epilogue into the weights there (here a
     sum over features into one weight vector) is PyTorch compute; a transposed copy made there is not."""
-    gemm = Task(id="test/gemm_div_sum_scale", level=2, name="gemm_div_sum_scale",
-                source=(CASES / "tasks" / "gemm_div_sum_scale.py").read_text())
+    gemm = task("gemm_div_sum_scale", level=2)
     folded, honest = pool.map(gemm, [candidate("esc_fold_into_weights_on_load"), candidate("gemm_div_sum_scale_ok")],
                               progress=False)
     _assert_caught(folded, "esc_fold_into_weights_on_load", "compute_while_loading")
@@ -88,8 +82,7 @@ def test_compute_on_the_weights_while_they_are_loaded_is_flagged(pool):
     # layout work while loading is not compute: two weights concatenated, a kernel flipped
     for task_name, name in (("gated_linear", "gated_linear_cat_on_load_ok"),
                             ("conv_transpose_relu", "conv_transpose_flip_on_load_ok")):
-        t = Task(id=f"test/{task_name}", level=2, name=task_name, source=(CASES / "tasks" / f"{task_name}.py").read_text())
-        v = pool.verify(t, candidate(name))
+        v = pool.verify(task(task_name, level=2), candidate(name))
         assert v.correct and v.cheat_flags == [], (name, v.reason, v.error[:300])
 
 

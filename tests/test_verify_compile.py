@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from tritonrl_lib.config import VerifyConfig, gpu_available
-from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.settings import JobSettings
 from tritonrl_lib.verify.settings import resolve_compile_check as resolve_mode
 
-CASES = Path(__file__).parent / "verifier_cases"
+from verifier_fixtures import CASES, candidate, task
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # candidate -> (task, last stage passed, reason, reward, text the error must contain)
@@ -68,14 +68,6 @@ INTERPRETER_ALONE = {
     "compile_arange_not_pow2": ("static", "compile_error"),
     "compile_nonconstexpr_block": ("static", "compile_error"),
 }
-
-
-def task(name: str) -> Task:
-    return Task(id=f"test/{name}", level=1, name=name, source=(CASES / "tasks" / f"{name}.py").read_text())
-
-
-def candidate(name: str) -> str:
-    return (CASES / "candidates" / f"{name}.py").read_text()
 
 
 def config(mode: str | None = None, **over) -> VerifyConfig:

@@ -4,7 +4,6 @@ end on the CPU: epilogue work written as one more GEMM or convolution is flagged
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,20 +11,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.heavy_ops import counts, excess, reference_counts
 from tritonrl_lib.verify.op_recorder import OpRecorder
 from tritonrl_lib.verify.pool import VerifierPool
 
-CASES = Path(__file__).parent / "verifier_cases"
-
-
-def task(name: str) -> Task:
-    return Task(id=f"test/{name}", level=2, name=name, source=(CASES / "tasks" / f"{name}.py").read_text())
-
-
-def candidate(name: str) -> str:
-    return (CASES / "candidates" / f"{name}.py").read_text()
+from verifier_fixtures import candidate, task
 
 
 def counted(fn, *args) -> dict:
@@ -82,7 +72,7 @@ def pool():
     ("conv_avgpool_relu", "conv_avgpool_as_conv", "pytorch_compute:more_conv_calls"),
 ])
 def test_epilogue_work_as_more_heavy_ops_is_flagged(pool, task_name, name, flag):
-    v = pool.verify(task(task_name), candidate(name))
+    v = pool.verify(task(task_name, level=2), candidate(name))
     assert v.stage == "compile" and not v.correct and v.reward == 0.0, (v.reason, v.error[:300])
     assert v.cheat_flags == [flag] and "where the reference makes 1" in v.error, (v.cheat_flags, v.error)
 
@@ -93,5 +83,5 @@ def test_epilogue_work_as_more_heavy_ops_is_flagged(pool, task_name, name, flag)
     ("conv_bias_relu", "conv_bias_relu_ok"),
 ])
 def test_honest_fusions_keep_their_heavy_ops(pool, task_name, name):
-    v = pool.verify(task(task_name), candidate(name))
+    v = pool.verify(task(task_name, level=2), candidate(name))
     assert v.correct and v.cheat_flags == [], (v.reason, v.error[:300])

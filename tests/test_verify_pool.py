@@ -4,7 +4,6 @@ at the right stage for the right reason, and one pool survives a batch of hostil
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
@@ -13,15 +12,7 @@ from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.processes import descendants, proc_table
 
-CASES = Path(__file__).parent / "verifier_cases"
-
-
-def task(name: str, level: int = 1) -> Task:
-    return Task(id=f"test/{name}", level=level, name=name, source=(CASES / "tasks" / f"{name}.py").read_text())
-
-
-def candidate(name: str) -> str:
-    return (CASES / "candidates" / f"{name}.py").read_text()
+from verifier_fixtures import candidate, task
 
 
 @pytest.fixture(scope="module")
@@ -183,14 +174,25 @@ def test_a_random_reference_with_batch_norm_runs_eval_mode_from_its_initial_stat
     assert any("random reference" in n for n in v.notes), v.notes
 
 
+# the honest max with its accumulator started at 0 instead of -inf
+MAX_ZERO_INIT = ("max_over_dim_ok", 'tl.full((BLOCK_R,), float("-inf"), dtype=tl.float32)',
+                 "tl.zeros((BLOCK_R,), dtype=tl.float32)")
+
+
 @pytest.mark.parametrize("task_name,cand", [
-    ("max_over_dim", "max_zero_init"),  # right on rand's positive rows, 0 on an all-negative one
+    ("max_over_dim", MAX_ZERO_INIT),  # right on rand's positive rows, 0 on an all-negative one
     ("l2norm_wide", "l2norm_global_norm"),  # one norm for all rows: right while rows are drawn alike
 ])
 def test_kernels_right_only_on_rows_drawn_alike_fail_the_seed_set(pool, task_name, cand):
     """The seed set negates its inputs and scales each row by its own power of two (found by red-teaming:
     both kernels passed every set before)."""
-    v = pool.verify(task(task_name), candidate(cand))
+    if isinstance(cand, str):
+        code = candidate(cand)
+    else:  # (honest candidate, its line, the line made wrong)
+        name, right, wrong = cand
+        assert right in candidate(name)
+        code = candidate(name).replace(right, wrong)
+    v = pool.verify(task(task_name), code)
     assert (v.correct, v.reason) == (False, "mismatch:seed"), (v.reason, v.error[:300])
     assert any(n.startswith("variation seed: inputs negated, rows times 2**k") for n in v.notes), v.notes
 

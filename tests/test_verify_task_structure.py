@@ -5,26 +5,16 @@ same values (transposed, under the reference's name) is not overwritten by the r
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import torch
 
 from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.loading_watch import relaid_out
 from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.variations import keep_structure, offset, ranged, row_scaled
 
-CASES = Path(__file__).parent / "verifier_cases"
-
-
-def task(name: str, level: int = 1) -> Task:
-    return Task(id=f"test/{name}", level=level, name=name, source=(CASES / "tasks" / f"{name}.py").read_text())
-
-
-def candidate(name: str) -> str:
-    return (CASES / "candidates" / f"{name}.py").read_text()
+from verifier_fixtures import candidate, task
 
 
 def test_value_sets_keep_zeros_and_symmetry_they_were_drawn_with():
@@ -67,7 +57,10 @@ def test_kernels_relying_on_what_the_task_promises_pass(pool, task_name, name, l
 
 
 def test_a_wrong_structured_kernel_still_fails(pool):
-    v = pool.verify(task("tril_matmul"), candidate("tril_matmul_misses_diagonal"))
+    skips_the_diagonal_tile = candidate("tril_matmul_skips_zero_tiles_ok").replace(
+        "k_hi = tl.minimum(pm * BM + BM, N)", "k_hi = tl.minimum(pm * BM, N)")
+    assert skips_the_diagonal_tile != candidate("tril_matmul_skips_zero_tiles_ok")
+    v = pool.verify(task("tril_matmul"), skips_the_diagonal_tile)
     assert not v.correct and v.reason.startswith("mismatch:"), (v.reason, v.error[:300])
 
 
