@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-import tritonrl_lib.verify.compare as compare
+import tritonrl_lib.verify.worker.compare as compare
 
 
 def best_of(fn, repeats: int = 5) -> float:

@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tritonrl_lib.jsonio import append_jsonl, read_json, read_jsonl, write_jsonl  # noqa: E402
+from tritonrl_lib.core.jsonio import append_jsonl, read_json, read_jsonl, write_jsonl  # noqa: E402
 
 STAGES = ("data", "sft", "best_of_n", "grpo", "eval")
 EVAL_STAGES = ("sft", "rl_best_of_n", "rl_grpo")
@@ -54,7 +54,7 @@ EVAL_STAGES = ("sft", "rl_best_of_n", "rl_grpo")
 
 class Session:
     def __init__(self, args):
-        from tritonrl_lib.config import load_config, parse_cli_overrides
+        from tritonrl_lib.core.config import load_config, parse_cli_overrides
 
         self.args = args
         self.root = Path(args.results).resolve()
@@ -80,7 +80,7 @@ class Session:
         append_jsonl(self.log_path, rec)
 
     def method_cfg(self, method: str):
-        from tritonrl_lib.config import load_config
+        from tritonrl_lib.core.config import load_config
 
         return load_config(self.args.profile, overrides={**self.overrides, "outputs_dir": str(self.root / "runs"),
                                                          "run": f"rl_{method}", "method": method})
@@ -96,15 +96,15 @@ class Session:
         return {"examples": len(res.examples), "skipped": res.skipped_generation}
 
     def sft(self):
-        from tritonrl_lib.train.sft import train_sft
+        from tritonrl_lib.train.sft.train import train_sft
 
         res = train_sft(self.base_cfg, self.base, echo=self.say)
         return {"status": res.status, "steps": res.global_step, "final_loss": res.final_loss}
 
     def rl(self, method: str):
-        from tritonrl_lib import models
-        from tritonrl_lib.train.rl import train_rl
-        from tritonrl_lib.train.rl_run import adapter_identity
+        from tritonrl_lib.model import load as models
+        from tritonrl_lib.train.rl.entry import train_rl
+        from tritonrl_lib.train.rl.run_frame import adapter_identity
 
         if not models.checkpoint_complete(self.base.sft_checkpoint):
             raise RuntimeError("no SFT adapter yet: run the sft stage first")
@@ -120,8 +120,8 @@ class Session:
                             ignore=shutil.ignore_patterns("checkpoint-*"))
         res = train_rl(cfg, paths, echo=self.say)
         try:
-            from tritonrl_lib import charts
-            from tritonrl_lib.train.rl_log import read_rl_log
+            from tritonrl_lib.report import charts
+            from tritonrl_lib.train.rl.log import read_rl_log
 
             chart = charts.rl_chart(read_rl_log(paths))
             if isinstance(chart, charts.Figure):
@@ -131,8 +131,10 @@ class Session:
         return {"status": res.status, "rounds_or_steps": res.rounds_done}
 
     def eval(self):
-        from tritonrl_lib import models
-        from tritonrl_lib.evaluate import LazyPool, attach_comparison, evaluate_model, load_eval_tasks
+        from tritonrl_lib.model import load as models
+        from tritonrl_lib.eval.run import LazyPool, evaluate_model
+        from tritonrl_lib.eval.record import attach_comparison
+        from tritonrl_lib.eval.heldout import load_eval_tasks
 
         tasks = load_eval_tasks(self.base_cfg, self.base)
         self.say(f"evaluating on {len(tasks)} tasks: " + ", ".join(
@@ -185,7 +187,7 @@ class Session:
 
 def trend(values: list[float | None]) -> float | None:
     """Least-squares slope per step of a series (None values left out; None when under 2 points)."""
-    from tritonrl_lib.charts import linear_trend
+    from tritonrl_lib.report.charts import linear_trend
 
     fit = linear_trend(list(range(len(values))), values)
     return None if fit is None else fit[0]
@@ -202,8 +204,8 @@ def _interval(iv) -> str:
 def summarize(s: Session) -> dict:
     from rl_step import markdown, table
 
-    from tritonrl_lib import models
-    from tritonrl_lib.train.rl_log import read_rl_log, seen_before
+    from tritonrl_lib.model import load as models
+    from tritonrl_lib.train.rl.log import read_rl_log, seen_before
 
     md = [f"# Issue 17 session: {s.args.profile} profile", ""]
     out: dict = {"profile": s.args.profile, "overrides": s.overrides, "calls": s.call}
@@ -280,7 +282,7 @@ def summarize(s: Session) -> dict:
 
 def export(s: Session, dest: Path) -> None:
     """The small files of the session (no weights, no trainer checkpoints, no caches) to `dest`."""
-    from tritonrl_lib.eval_resume import is_resume_folder
+    from tritonrl_lib.eval.resume import is_resume_folder
 
     dest.mkdir(parents=True, exist_ok=True)
     keep = (".json", ".jsonl", ".md", ".png", ".yaml")
@@ -305,7 +307,7 @@ def export_sft_adapter(s: Session, dest: Path) -> str:
     data). Trainer checkpoints stay behind."""
     import tarfile
 
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     folder = s.base.sft_checkpoint
     if not models.checkpoint_complete(folder):

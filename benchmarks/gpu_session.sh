@@ -63,7 +63,7 @@ case $PHASE in
   grep -h "ratio\|CV\|cand\|x\b" "$R/verifier.log" | tail -20 >> "$R/summary.txt"
   ;;
 2|3)
-  if ! $PY -c "from tritonrl_lib.models import checkpoint_complete as c; import sys; sys.exit(0 if c('outputs/gpu/checkpoints/sft') else 1)"; then
+  if ! $PY -c "from tritonrl_lib.model.load import checkpoint_complete as c; import sys; sys.exit(0 if c('outputs/gpu/checkpoints/sft') else 1)"; then
     CUDA_VISIBLE_DEVICES=0 timeout -s INT 200 $PY -m tritonrl_lib.cli run --params gpu --run gpu --only 01_data,02_sft \
         > "$R/run_sft.log" 2>&1
     log "01_data,02_sft rc=$? $(tail -2 "$R/run_sft.log" | tr '\n' ' ')"
@@ -94,7 +94,7 @@ case $PHASE in
   $PY -c "
 import time; t = time.perf_counter()
 import torch, triton, triton.language
-from tritonrl_lib.verify.compile_check import warm_gpu_compiler
+from tritonrl_lib.verify.compilation.check import warm_gpu_compiler
 print('compiler warm-up:', warm_gpu_compiler() or 'ok', f'{time.perf_counter() - t:.2f} s', 'cuda initialised:', torch.cuda.is_initialized())" 2>&1 | tee -a "$R/summary.txt"
   timeout 200 $PY -m pytest -q -m gpu tests/test_verify_pool.py tests/test_verify_compile.py -p no:cacheprovider \
       > "$R/pytest_gpu.log" 2>&1; log "pytest -m gpu rc=$? $(tail -1 "$R/pytest_gpu.log")"

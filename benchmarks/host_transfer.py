@@ -32,8 +32,8 @@ def timed(fn):
 def main(argv: list[str] | None = None) -> int:
     import torch
 
-    from tritonrl_lib.verify import shared_blobs
-    from tritonrl_lib.verify.host_copy import copy_to_mapping
+    from tritonrl_lib.verify.sandbox import shared_blobs
+    from tritonrl_lib.verify.sandbox.host_copy import copy_to_mapping
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gib", type=float, default=6.0)

@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     global BF16_DOT_OK
     BF16_DOT_OK = args.no_in_process or interpreter_bf16_dot_ok()
 
-    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.core.config import VerifyConfig
     from tritonrl_lib.tasks import load_kernelbench_dir
     from tritonrl_lib.verify import VerifierPool
 

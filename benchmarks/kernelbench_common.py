@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tritonrl_lib.tasks import kernelbench_level_dirs, parse_kb_source  # noqa: E402
-from tritonrl_lib.verify.variations import is_batch_like  # noqa: E402
+from tritonrl_lib.verify.candidate.variations import is_batch_like  # noqa: E402
 
 SOLUTIONS_DIR = Path(__file__).resolve().parent / "kernelbench_solutions"
 SEED = 42  # the verifier's: models are built and inputs drawn under it

@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported: the in-process pair runs on it
     from kernelbench_common import SOLUTIONS_DIR, list_solutions
-    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.core.config import VerifyConfig
     from tritonrl_lib.verify import VerifierPool
 
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]

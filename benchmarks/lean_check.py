@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from tritonrl_lib.config import load_config  # noqa: E402
-from tritonrl_lib.models import attach_lora, load_policy  # noqa: E402
+from tritonrl_lib.core.config import load_config  # noqa: E402
+from tritonrl_lib.model.load import attach_lora, load_policy  # noqa: E402
 from tritonrl_lib.rollout import LeanDecoder, own_logits  # noqa: E402
 
 PROBE = "def relu(x):\n    return x.clamp(min=0)"

@@ -29,7 +29,7 @@ class Ctx:
     """Paths and settings shared by the phases."""
 
     def __init__(self, args: argparse.Namespace, argv: list[str]):
-        from tritonrl_lib import standin
+        from tritonrl_lib.model import standin
 
         self.args, self.argv = args, argv
         self.work = Path(args.work).resolve()
@@ -46,12 +46,12 @@ class Ctx:
 
     def config(self, run: str, **overrides: Any):
         """The profile with the benchmark's settings, then `overrides` (bare setting names)."""
-        from tritonrl_lib.config import load_config
+        from tritonrl_lib.core.config import load_config
 
         base = {"model": str(self.model), "outputs_dir": str(self.work / "outputs"), "run": run, "device": self.device,
                 "save_steps": 10 ** 6}
         cfg = load_config(self.args.params, overrides=base, cli=self.args.param)
-        from tritonrl_lib.config import apply_overrides, validate
+        from tritonrl_lib.core.config import apply_overrides, validate
 
         apply_overrides(cfg, overrides, origin="benchmark")
         validate(cfg)
@@ -90,7 +90,7 @@ def gpu_peak() -> dict[str, float | None]:
 
 
 def sft_adapter(ctx: Ctx) -> Path | None:
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     folder = ctx.config("sft-bf16").paths.sft_checkpoint
     return folder if models.checkpoint_complete(folder) else None
@@ -98,7 +98,7 @@ def sft_adapter(ctx: Ctx) -> Path | None:
 
 def ensure_sft_checkpoint(ctx: Ctx, cfg) -> str:
     """RL starts from an SFT adapter: sft_bf16's, or an untrained LoRA when that phase did not finish."""
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     dest = cfg.paths.ensure().sft_checkpoint
     src = sft_adapter(ctx)
@@ -115,7 +115,7 @@ def ensure_sft_checkpoint(ctx: Ctx, cfg) -> str:
 
 
 def rl_tasks(cfg, n: int):
-    from tritonrl_lib.train.rl_start import select_rl_tasks
+    from tritonrl_lib.train.rl.start import select_rl_tasks
 
     pool = select_rl_tasks(cfg)
     return [pool[i % len(pool)] for i in range(n)]
@@ -153,7 +153,7 @@ def phase_env(ctx: Ctx) -> dict:
 
 
 def phase_build(ctx: Ctx) -> dict:
-    from tritonrl_lib import standin
+    from tritonrl_lib.model import standin
 
     stats_file = ctx.work / "build.json"
     if standin.is_complete(ctx.model):  # built by an earlier run whose result was lost
@@ -173,9 +173,9 @@ def phase_build(ctx: Ctx) -> dict:
 
 
 def phase_data(ctx: Ctx) -> dict:
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
     from tritonrl_lib.rollout import task_prompts
-    from tritonrl_lib.train.synthetic import builtin_sft_records, write_records
+    from tritonrl_lib.train.sft.synthetic import builtin_sft_records, write_records
 
     cfg = ctx.config("sft-bf16")
     tok = models.load_tokenizer(str(ctx.model))
@@ -198,7 +198,7 @@ def require_8bit(cfg) -> None:
     """Skip (to be retried) where 8-bit loading cannot work, with the library's own message."""
     import torch
 
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     try:
         models._quantization_config(cfg.model, torch.bfloat16)
@@ -208,15 +208,15 @@ def require_8bit(cfg) -> None:
 
 
 def _sft(ctx: Ctx, run: str, eight_bit: bool) -> dict:
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     cfg = ctx.config(run, load_in_8bit=eight_bit, logging_steps=1)
     if eight_bit:
         require_8bit(cfg)
     if not cfg.paths.sft_train.is_file():
         raise Skip("no SFT data: the data phase has not run")
-    from tritonrl_lib.train.sft import train_sft
-    from tritonrl_lib.jsonio import read_jsonl
+    from tritonrl_lib.train.sft.train import train_sft
+    from tritonrl_lib.core.jsonio import read_jsonl
 
     gpu_reset()
     with models.explain_oom("sft", cfg):
@@ -264,7 +264,7 @@ def _lean_sampler(model, tok) -> tuple[Any, str]:
 
 
 def phase_rollout(ctx: Ctx) -> dict:
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
     from tritonrl_lib.rollout import Rollout, SamplingConfig, task_prompts
 
     a = ctx.args
@@ -301,7 +301,7 @@ def _timed_grpo() -> tuple[dict[str, float], dict[str, str]]:
     import torch
 
     from tritonrl_lib.rollout import LeanDecoder, UnsupportedModel
-    from tritonrl_lib.train import grpo
+    from tritonrl_lib.train.rl import grpo
 
     marks: dict[str, float] = {}
     info: dict[str, str] = {}
@@ -334,10 +334,10 @@ def _timed_grpo() -> tuple[dict[str, float], dict[str, str]]:
 
 
 def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
-    from tritonrl_lib import models
-    from tritonrl_lib.train.rl_log import read_rl_log
-    from tritonrl_lib.train.best_of_n import reference_candidates
-    from tritonrl_lib.train.grpo import train_grpo
+    from tritonrl_lib.model import load as models
+    from tritonrl_lib.train.rl.log import read_rl_log
+    from tritonrl_lib.train.rl.best_of_n import reference_candidates
+    from tritonrl_lib.train.rl.grpo import train_grpo
 
     cfg = ctx.config(run, method="grpo", grpo_steps=1, load_in_8bit=False, **overrides)
     start = ensure_sft_checkpoint(ctx, cfg)
@@ -352,7 +352,7 @@ def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     step = end - marks["train_begin"]  # generation happens inside the step, before its forward passes
     gen, ver = rec["rollout"]["seconds"], rec["verify"]["seconds"]
     timing = rec.get("timing") or {}
-    # verification overlaps generation (rl_groups.py): the step is not generate + verify + train;
+    # verification overlaps generation (train/rl/groups.py): the step is not generate + verify + train;
     # train_s is the log's own figure, verify_wait_s the verification not hidden behind generation
     train = timing.get("train_s")
     ran = rec.get("injected", 0) + rec.get("ran_in_workers", 0)
@@ -378,7 +378,7 @@ def phase_grpo_profile(ctx: Ctx) -> dict:
 
 
 def phase_generate_8bit(ctx: Ctx) -> dict:
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
     from tritonrl_lib.rollout import Rollout, SamplingConfig, task_prompts
 
     cfg = ctx.config("sft-8bit", load_in_8bit=True)
@@ -392,9 +392,9 @@ def phase_generate_8bit(ctx: Ctx) -> dict:
 
 
 def phase_best_of_n(ctx: Ctx) -> dict:
-    from tritonrl_lib import models
-    from tritonrl_lib.train.rl_log import read_rl_log
-    from tritonrl_lib.train.best_of_n import reference_candidates, train_best_of_n
+    from tritonrl_lib.model import load as models
+    from tritonrl_lib.train.rl.log import read_rl_log
+    from tritonrl_lib.train.rl.best_of_n import reference_candidates, train_best_of_n
 
     cfg = ctx.config("best-of-n", method="best_of_n", rounds=1, tasks_per_round=ctx.args.bon_tasks,
                      load_in_8bit=False)
@@ -410,8 +410,9 @@ def phase_best_of_n(ctx: Ctx) -> dict:
 
 
 def phase_eval(ctx: Ctx) -> dict:
-    from tritonrl_lib import models
-    from tritonrl_lib.evaluate import evaluate_model, load_eval_tasks
+    from tritonrl_lib.model import load as models
+    from tritonrl_lib.eval.run import evaluate_model
+    from tritonrl_lib.eval.heldout import load_eval_tasks
 
     cfg = ctx.config("eval", load_in_8bit=False)
     tasks = load_eval_tasks(cfg, source="builtin", num_tasks=ctx.args.eval_tasks)

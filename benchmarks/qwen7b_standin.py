@@ -118,7 +118,7 @@ def cost(ctx: Ctx, results: dict[str, dict]) -> dict | None:
     """The qwen7b run's GPU-hours from the measured rates (None until SFT and rollout are measured)."""
     from qwen7b_cost import SFT_TOKENS_PER_EXAMPLE, Rates, Workload, cost_table
 
-    from tritonrl_lib.config import load_config
+    from tritonrl_lib.core.config import load_config
 
     ok = {k: v["result"] for k, v in results.items() if v.get("status") == "ok"}
     if "sft_bf16" not in ok or "rollout" not in ok:
@@ -220,7 +220,7 @@ def summarise(ctx: Ctx, results: dict[str, dict]) -> str:
 
 def run_phase_here(ctx: Ctx, name: str) -> int:
     """Child side: run one phase, write its result file."""
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     ctx.results.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
@@ -284,7 +284,7 @@ def watch(proc: subprocess.Popen, deadline: float) -> float | None:
 
 
 def _model_present(ctx: Ctx) -> bool:
-    from tritonrl_lib import standin
+    from tritonrl_lib.model import standin
 
     return standin.is_complete(ctx.model)
 

@@ -29,8 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tritonrl_lib import models  # noqa: E402
-from tritonrl_lib.config import RunPaths, load_config  # noqa: E402
+from tritonrl_lib.model import load as models  # noqa: E402
+from tritonrl_lib.core.paths import RunPaths
+from tritonrl_lib.core.config import load_config  # noqa: E402
 
 
 def _pct(x) -> str:
@@ -55,7 +56,7 @@ def _prepare_start(args, base_cfg, base_paths: RunPaths, say) -> dict:
         info["start"] = f"copied from {src.root}"
         return info
     from tritonrl_lib.data.stage import build_data
-    from tritonrl_lib.train.sft import train_sft
+    from tritonrl_lib.train.sft.train import train_sft
 
     t0 = time.perf_counter()
     build_data(base_cfg, base_paths.ensure())
@@ -69,7 +70,7 @@ def _prepare_start(args, base_cfg, base_paths: RunPaths, say) -> dict:
 
 
 def _method_run(args, out: Path, method: str, base_paths: RunPaths, overrides: dict, pool, say) -> dict:
-    from tritonrl_lib.train.rl import train_rl
+    from tritonrl_lib.train.rl.entry import train_rl
 
     cfg = load_config(args.profile, overrides={**overrides, "outputs_dir": str(out / "runs"),
                                                "run": f"rl_{method}", "method": method})
@@ -116,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     if not wanted or unknown:
         ap.error(f"--methods: unknown {', '.join(unknown) or '(none given)'}; choose from best_of_n, grpo")
 
-    from tritonrl_lib.config import parse_cli_overrides
-    from tritonrl_lib.evaluate import evaluate_model, load_eval_tasks
+    from tritonrl_lib.core.config import parse_cli_overrides
+    from tritonrl_lib.eval.run import evaluate_model
+    from tritonrl_lib.eval.heldout import load_eval_tasks
     from tritonrl_lib.verify.pool import VerifierPool
 
     out = Path(args.out).resolve()

@@ -1,5 +1,5 @@
 """Where an RL step's time goes: generate / verify / train seconds per best-of-N round or GRPO step,
-and candidates verified per minute, from the RL log the trainers write (train/rl_log.py).
+and candidates verified per minute, from the RL log the trainers write (train/rl/log.py).
 
     python benchmarks/rl_step.py --out DIR --from-run outputs/gpu --method best_of_n --steps 3   # GPU
     python benchmarks/rl_step.py --out DIR --from-run outputs/gpu --method grpo --steps 3
@@ -34,8 +34,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tritonrl_lib import models  # noqa: E402
-from tritonrl_lib.config import RunPaths, load_config, parse_cli_overrides  # noqa: E402
+from tritonrl_lib.model import load as models  # noqa: E402
+from tritonrl_lib.core.paths import RunPaths
+from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 
 QUICK_TASKS = "builtin/L1/relu,builtin/L1/add,builtin/L1/abs,builtin/L2/gemm_bias_relu"
 
@@ -65,7 +66,7 @@ def _prepare(args, cfg) -> None:
 
 
 def references_twice(task, step):
-    from tritonrl_lib.prompts import format_completion
+    from tritonrl_lib.model.prompts import format_completion
 
     if not task.reference_solution:
         return []
@@ -128,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     overrides.update(parse_cli_overrides(args.param))
     cfg = load_config(args.profile, overrides=overrides)
     _prepare(args, cfg)
-    from tritonrl_lib.train.rl import train_rl
-    from tritonrl_lib.train.rl_log import read_rl_log
+    from tritonrl_lib.train.rl.entry import train_rl
+    from tritonrl_lib.train.rl.log import read_rl_log
 
     t0 = time.perf_counter()
     res = train_rl(cfg, cfg.paths, force=args.force,

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from tritonrl_lib import models  # noqa: E402
-from tritonrl_lib.config import load_config  # noqa: E402
+from tritonrl_lib.model import load as models  # noqa: E402
+from tritonrl_lib.core.config import load_config  # noqa: E402
 from tritonrl_lib.rollout import LeanDecoder, Rollout, SamplingConfig, task_prompts  # noqa: E402
 from tritonrl_lib.tasks import load_tasks  # noqa: E402
 

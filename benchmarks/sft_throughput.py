@@ -3,7 +3,7 @@
     python benchmarks/sft_throughput.py --out DIR                    # GPU: the embedded model, bf16
     python benchmarks/sft_throughput.py --out DIR --device cpu --model tiny   # CPU: correctness only
 
-Every row except the first is `tritonrl_lib.train.sft.train_sft` itself (capped at --steps optimizer
+Every row except the first is `tritonrl_lib.train.sft.train.train_sft` itself (capped at --steps optimizer
 steps), so the number is what the trainer achieves, read from its own log. The first row is the plain
 loop the speed-up is measured against: batches of 8 examples padded to 1024 tokens, the model's own
 full-logits loss, AdamW. Tokens are real tokens (padding excluded); the plain loop also reports
@@ -37,12 +37,14 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from tritonrl_lib import models  # noqa: E402
-from tritonrl_lib.config import RunPaths, load_config  # noqa: E402
-from tritonrl_lib.jsonio import read_jsonl  # noqa: E402
-from tritonrl_lib.train import packed_attention  # noqa: E402
-from tritonrl_lib.train.sft import SpeedOptions, build_trainer, completion_nll, train_sft  # noqa: E402
-from tritonrl_lib.train.synthetic import builtin_sft_records, toy_sft_records, write_records  # noqa: E402
+from tritonrl_lib.model import load as models  # noqa: E402
+from tritonrl_lib.core.paths import RunPaths
+from tritonrl_lib.core.config import load_config  # noqa: E402
+from tritonrl_lib.core.jsonio import read_jsonl  # noqa: E402
+from tritonrl_lib.train.sft import packed_attention  # noqa: E402
+from tritonrl_lib.train.trainer import SpeedOptions, build_trainer, completion_nll
+from tritonrl_lib.train.sft.train import train_sft  # noqa: E402
+from tritonrl_lib.train.sft.synthetic import builtin_sft_records, toy_sft_records, write_records  # noqa: E402
 
 SEVEN = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 

@@ -28,8 +28,8 @@ def _spin(stop) -> None:
 def measure(pair: str, repeats: int = 10) -> list[float]:
     import torch
 
-    from tritonrl_lib.config import VerifyConfig
-    from tritonrl_lib.verify.timing import speedup_stats, time_pair
+    from tritonrl_lib.core.config import VerifyConfig
+    from tritonrl_lib.verify.candidate.timing import speedup_stats, time_pair
     from verifier import build_pair
 
     ref, new, inputs = build_pair(pair)

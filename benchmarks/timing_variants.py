@@ -27,8 +27,8 @@ def main() -> None:
     args = ap.parse_args()
     import torch
 
-    from tritonrl_lib.config import VerifyConfig
-    from tritonrl_lib.verify.timing import speedup_stats, time_pair
+    from tritonrl_lib.core.config import VerifyConfig
+    from tritonrl_lib.verify.candidate.timing import speedup_stats, time_pair
     from verifier import build_pair
 
     ref, new, inputs = build_pair(args.pair)

@@ -69,7 +69,7 @@ def load_tasks(size: str) -> dict:
 
     from tritonrl_lib.tasks.builtin_suite import load_builtin
     from tritonrl_lib.tasks.kb_format import module_constants, rewrite_constants
-    from tritonrl_lib.verify.variations import is_batch_like
+    from tritonrl_lib.verify.candidate.variations import is_batch_like
 
     if size != "medium":
         return {t.name: t for t in load_builtin(size)}
@@ -138,7 +138,7 @@ def tree_cpu_seconds(pids: list[int]) -> float:
 
 def _pool_processes(pool) -> list[int]:
     """The pool's workers and whatever lives under them now (a spare child waiting for its job)."""
-    from tritonrl_lib.verify.processes import descendants, proc_table
+    from tritonrl_lib.verify.sandbox.processes import descendants, proc_table
 
     workers = [w.proc.pid for w in pool._slots if w is not None]
     table = proc_table()
@@ -149,7 +149,7 @@ def run_ours(batch: list[Candidate], device: str, workers: int | None,
              overrides: dict | None = None) -> tuple[list[dict], list[dict], Cost, Cost, int]:
     """The batch through a fresh pool (cold: worker start-up included), then once more through the
     same, now warm, pool (the steady state of a training run, where the pool lives on)."""
-    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.core.config import VerifyConfig
     from tritonrl_lib.verify.pool import VerifierPool
 
     tasks, codes = [c.task for c in batch], [c.code for c in batch]
@@ -325,8 +325,8 @@ def build_pair(pair: str) -> tuple:
 def stability_eval(pair: str, out_json: str) -> None:
     import torch
 
-    from tritonrl_lib.config import VerifyConfig
-    from tritonrl_lib.verify.timing import naive_event_times, speedup_stats, time_pair
+    from tritonrl_lib.core.config import VerifyConfig
+    from tritonrl_lib.verify.candidate.timing import naive_event_times, speedup_stats, time_pair
 
     ref, new, inputs = build_pair(pair)
     cfg = VerifyConfig()
@@ -436,7 +436,7 @@ def parse_overrides(items: list[str]) -> dict:
     """`--set KEY=VALUE` pairs as VerifyConfig fields, each value read as that field's type."""
     import dataclasses
 
-    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.core.config import VerifyConfig
 
     fields = {f.name: f for f in dataclasses.fields(VerifyConfig)}
     out = {}
@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     # clock below measures verification, not this script's own start-up.
     import torch  # noqa: F401
 
-    import tritonrl_lib.extract  # noqa: F401
+    import tritonrl_lib.verify.extract  # noqa: F401
     import tritonrl_lib.verify.pool  # noqa: F401
     import tritonrl_lib.verify.static  # noqa: F401
 

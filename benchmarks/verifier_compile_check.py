@@ -25,7 +25,7 @@ from verifier import tree_cpu_seconds  # noqa: E402
 
 
 def measure(mode: str, tasks: list, workers: int) -> dict:
-    from tritonrl_lib.config import VerifyConfig
+    from tritonrl_lib.core.config import VerifyConfig
     from tritonrl_lib.verify import VerifierPool
 
     cfg = VerifyConfig()

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from verifier import CORRECT, load_tasks  # noqa: E402
 
-from tritonrl_lib.config import VerifyConfig  # noqa: E402
+from tritonrl_lib.core.config import VerifyConfig  # noqa: E402
 from tritonrl_lib.verify import VerifierPool  # noqa: E402
 
 CONFIGS = {

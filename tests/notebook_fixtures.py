@@ -12,7 +12,7 @@ def write_notebook(path: Path, param_lines: list[str], body: list[str]) -> Path:
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("\n".join(['profile = "smoke"', 'run = ""', *param_lines]))
     params.metadata["tags"] = ["parameters"]
-    setup = nbformat.v4.new_code_cell("from tritonrl_lib.notebook import start\ncfg, paths = start(globals())")
+    setup = nbformat.v4.new_code_cell("from tritonrl_lib.run.notebook import start\ncfg, paths = start(globals())")
     nb.cells = [params, setup, *[nbformat.v4.new_code_cell(src) for src in body]]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tritonrl_lib import models
-from tritonrl_lib.config import RunConfig, load_config
-from tritonrl_lib.prompts import format_completion
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import RunConfig, load_config
+from tritonrl_lib.model.prompts import format_completion
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.tasks.task import Task
 

@@ -1,5 +1,6 @@
 """docs/ARCHITECTURE.md against the code: its Layout names every library module and nothing that
-does not exist, and the library's imports form no cycle.
+does not exist; the top of the library is folders and the command line; imports run down the flow
+the map draws and form no loop; an import of our own made inside a function says why it waits.
 
 What counts as a library module: every .py file under tritonrl_lib/ except the built-in suite's
 task files (tasks/builtin/: KernelBench modules loaded as text, never imported) and a package's
@@ -28,9 +29,10 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 NOT_MODULES = ("tasks/builtin/",)
 # modules named in the doc before they exist (none now; a branch may add one while another writes the map)
 ARRIVING: set[str] = set()
-# models resolves a `standin:` spec through standin, which builds on models' cache helpers; both
-# directions are imports inside functions (see ARCHITECTURE.md, "Import direction").
-KNOWN_DEFERRED_LOOPS = [{"tritonrl_lib.models", "tritonrl_lib.standin"}]
+# The folders of tritonrl_lib/ in the order the data flows (ARCHITECTURE.md, "The folders, and the
+# direction of imports"): a package imports only from itself and the ones before it.
+FLOW = ("core", "tasks", "model", "verify", "rollout", "data", "train", "eval", "run", "report", "cli")
+LONGEST_MODULE = 600  # lines: a module past this is doing several jobs (ARCHITECTURE.md, Layout)
 
 
 # --------------------------------------------------------------------------- modules and the doc
@@ -186,13 +188,82 @@ def test_no_import_cycle_at_import_time():
     assert cycles(at_import) == [], "modules that import each other (directly or round a loop) at import time"
 
 
-def test_imports_inside_functions_close_no_new_loop():
+def test_imports_inside_functions_close_no_loop():
     # the imports as written: a package's own deferred re-exports (verify/__init__.py's __getattr__)
     # are not a dependency of every module that imports one of its modules
     every = {m: set(e) for m, e in import_graph(packages=False).items()}
-    new = [c for c in cycles(every) if set(c) not in KNOWN_DEFERRED_LOOPS]
-    assert new == [], ("a loop of imports (some made inside functions); move what both sides need into a "
-                       "module below both")
+    assert cycles(every) == [], ("a loop of imports (some made inside functions); move what both sides need "
+                                 "into a module below both")
+
+
+def _folder(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_top_holds_folders_and_the_command_line():
+    loose = sorted(p.name for p in LIB.glob("*.py") if p.name not in ("__init__.py", "cli.py"))
+    assert not loose, f"modules loose at the top of tritonrl_lib/: {loose}; each belongs in the folder of its part"
+    folders = sorted(p.name for p in LIB.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
+    assert folders == sorted(set(FLOW) - {"cli"}), (f"the folders {folders} are not the flow {FLOW}; "
+                                                    "add a new one to FLOW here and to ARCHITECTURE.md")
+
+
+def test_imports_run_down_the_flow():
+    up = sorted(f"{m} -> {t}" for m, edges in import_graph(packages=False).items() for t in edges
+                if _folder(t) and _folder(m) and FLOW.index(_folder(t)) > FLOW.index(_folder(m)))
+    assert not up, ("imports against the flow (core, tasks, model, verify, rollout, data, train, eval, run, "
+                    f"report, cli): {up}; move what both need into the lower folder")
+
+
+def test_the_ground_floor_imports_nothing_else_of_ours():
+    graph = import_graph(packages=False)
+    out = sorted(f"{m} -> {t}" for m, edges in graph.items() if _folder(m) == "core"
+                 for t in edges if _folder(t) != "core")
+    assert not out, f"core/ imports from the rest of tritonrl: {out}"
+
+
+def _deferred_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, text) of each import of a tritonrl module made inside a function of `path`."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if in_function and isinstance(child, ast.ImportFrom) and (child.level or (child.module or "").startswith(
+                    LIB.name)):
+                found.append((child.lineno, lines[child.lineno - 1].strip()))
+            elif in_function and isinstance(child, ast.Import) and any(a.name.startswith(LIB.name)
+                                                                       for a in child.names):
+                found.append((child.lineno, lines[child.lineno - 1].strip()))
+            visit(child, inside)
+
+    visit(ast.parse(text), False)
+    return found
+
+
+def test_imports_of_our_modules_inside_functions_say_why():
+    silent = []
+    for path in sorted(LIB.rglob("*.py")):
+        rel = path.relative_to(LIB).as_posix()
+        if rel.startswith(NOT_MODULES):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for lineno, text in _deferred_imports(path):
+            above = lines[lineno - 2].strip() if lineno > 1 else ""
+            if "#" not in text and not above.startswith("#"):
+                silent.append(f"{rel}:{lineno}: {text}")
+    assert not silent, ("imports of tritonrl modules inside functions with no comment saying why they wait "
+                        f"(move them to the top, or say why on the line or the line above): {silent}")
+
+
+def test_no_module_grows_past_one_job():
+    long = sorted(f"{p.relative_to(LIB)} ({n} lines)" for p in LIB.rglob("*.py")
+                  if not p.relative_to(LIB).as_posix().startswith(NOT_MODULES)
+                  and (n := len(p.read_text(encoding="utf-8").splitlines())) > LONGEST_MODULE)
+    assert not long, f"modules over {LONGEST_MODULE} lines: {long}; split them by what they do"
 
 
 def test_the_graph_reads_imports_as_python_runs_them(tmp_path):

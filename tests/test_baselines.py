@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib import baselines as B
+from tritonrl_lib.eval import baselines as B
 from tritonrl_lib.cli import main
 from tritonrl_lib.tasks import load_tasks
 
@@ -219,7 +219,7 @@ def test_without_a_gpu_the_command_says_so_and_fails_unless_told_cpu(tmp_path, c
 def test_out_of_memory_is_told_apart_from_other_errors():
     import torch
 
-    from tritonrl_lib.baseline_measure import classify
+    from tritonrl_lib.eval.baseline_measure import classify
 
     assert classify(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")) == "oom"
     assert classify(RuntimeError("BackendCompilerFailed: ... CUDA out of memory ...")) == "oom"

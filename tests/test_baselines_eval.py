@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib import baselines as B
-from tritonrl_lib.config import ConfigError, load_config
-from tritonrl_lib.evaluate import (EvalSampling, build_record, eval_sampling, evaluate_model, find_baselines,
-                                   fingerprint, read_record, write_record)
-from tritonrl_lib.report import build_report, parse_table
+from tritonrl_lib.eval import baselines as B
+from tritonrl_lib.core.config import ConfigError, load_config
+from tritonrl_lib.eval.record import EvalSampling, build_record, eval_sampling, fingerprint, read_record, write_record
+from tritonrl_lib.eval.run import evaluate_model, find_baselines
+from tritonrl_lib.report.build import build_report, parse_table
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.reward import compute_reward
 from tritonrl_lib.verify.verdict import Verdict

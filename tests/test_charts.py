@@ -1,11 +1,11 @@
 """The training figures of charts.py, the one renderer notebooks 02/03 and the report share: what
-each panel shows for logs as train/sft_log.py and train/rl_log.py write them."""
+each panel shows for logs as train/sft/log.py and train/rl/log.py write them."""
 
 from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib import charts as C
+from tritonrl_lib.report import charts as C
 
 
 def _rl_record(i: int, *, timed: bool = True) -> dict:
@@ -67,7 +67,7 @@ def test_sft_chart_draws_the_held_out_loss_and_marks_a_resume():
 
 
 def test_tasks_drawn_again_show_their_change_beside_the_frontier_rate():
-    from tritonrl_lib.train.rl_log import seen_before, verdict_stats
+    from tritonrl_lib.train.rl.log import seen_before, verdict_stats
     from tritonrl_lib.verify.verdict import Verdict
 
     def verdicts(pattern: str) -> list[Verdict]:

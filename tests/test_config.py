@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tritonrl_lib.config import (SECTIONS, ConfigError, _leaf_paths, available_profiles, load_config,
+from tritonrl_lib.core.config import (SECTIONS, ConfigError, _leaf_paths, available_profiles, load_config,
                                  parse_cli_overrides)
 
 
@@ -86,7 +86,7 @@ def test_smoke_uses_tiny_model_and_cpu_embedded():
 
 
 def test_auto_profile_follows_gpu(monkeypatch):
-    import tritonrl_lib.config as config
+    import tritonrl_lib.core.config as config
 
     monkeypatch.setattr(config, "gpu_available", lambda: False)
     assert load_config("auto").profile == "cpu"

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from tritonrl_lib.config import load_config
-from tritonrl_lib.curriculum import (
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.train.rl.curriculum import (
     Curriculum,
     CurriculumSettings,
     p_level2_at,
@@ -208,7 +208,7 @@ def frontier_settings(**kw):
 
 
 def test_frontier_draws_tasks_the_policy_sometimes_solves_most():
-    from tritonrl_lib.curriculum import frontier_weight, success_estimate
+    from tritonrl_lib.train.rl.curriculum import frontier_weight, success_estimate
 
     assert success_estimate(0, 0) == 0.5
     assert frontier_weight(5, 5, 0.05) > frontier_weight(0, 20, 0.05) > 0  # never solved: drawn, but rarely

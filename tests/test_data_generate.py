@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib.config import load_config
+from tritonrl_lib.core.config import load_config
 from tritonrl_lib.data import generate as gen
 from tritonrl_lib.data.generate import generate_sft_examples, make_candidate
 from tritonrl_lib.data.records import SFTExample, read_sft_examples, write_jsonl
-from tritonrl_lib.extract import extract_code
-from tritonrl_lib.prompts import build_messages
+from tritonrl_lib.verify.extract import extract_code
+from tritonrl_lib.model.prompts import build_messages
 
 FAMILIES = ["relu", "add", "softmax", "sum_dim", "gemm_bias_relu", "layer_norm_gelu"]
 

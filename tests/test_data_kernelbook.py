@@ -136,7 +136,7 @@ def test_verification_keeps_only_solutions_that_pass_and_reports_the_rate():
     """The hand-written row, the (de-inductored) ScaledReLU and GatedLinear (its GEMM kept in
     PyTorch, as the fusion policy allows) and the Tanh row, which calls libdevice (a GPU links NVIDIA's;
     on the CPU the verifier fills it in for the interpreter), all pass."""
-    from tritonrl_lib.config import load_config
+    from tritonrl_lib.core.config import load_config
     from tritonrl_lib.data.split import make_split
     from tritonrl_lib.data.stage import kernelbook_examples
     from tritonrl_lib.verify import VerifierPool

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tritonrl_lib.config import load_config
+from tritonrl_lib.core.config import load_config
 from tritonrl_lib.data import Split, read_difficulty_labels, read_jsonl, read_sft_examples
 from tritonrl_lib.tasks.task import Task
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tritonrl_lib.config import load_config
+from tritonrl_lib.core.config import load_config
 from tritonrl_lib.data import Split, build_data, data_is_current, read_difficulty_labels, read_sft_examples
 from tritonrl_lib.data.stage import data_settings
 

@@ -71,7 +71,7 @@ def test_unknown_family_names_the_known_ones():
 @pytest.mark.slow
 def test_a_sample_of_every_family_passes_the_verifier():
     """Two examples per family (the house style and a varied one) through the real verifier."""
-    from tritonrl_lib.config import load_config
+    from tritonrl_lib.core.config import load_config
     from tritonrl_lib.data.generate import make_candidate
     from tritonrl_lib.verify import VerifierPool
 

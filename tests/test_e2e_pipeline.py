@@ -14,9 +14,9 @@ import math
 
 import pytest
 
-from tritonrl_lib.evaluate import model_identity
-from tritonrl_lib.pipeline import discover_notebooks, notebooks_dir
-from tritonrl_lib.report import parse_table
+from tritonrl_lib.eval.identity import model_identity
+from tritonrl_lib.run.pipeline import discover_notebooks, notebooks_dir
+from tritonrl_lib.report.build import parse_table
 
 NOTEBOOKS = ("01_data", "02_sft", "03_rl", "04_eval", "05_report")
 
@@ -30,7 +30,7 @@ def _missing_notebooks() -> list[str]:
 
 @pytest.mark.skipif(bool(_missing_notebooks()), reason=f"notebook {', '.join(_missing_notebooks())} missing")
 def test_smoke_pipeline_runs_01_to_05_and_writes_the_report(run_dir):
-    from tritonrl_lib.pipeline import run_pipeline
+    from tritonrl_lib.run.pipeline import run_pipeline
 
     lines: list[str] = []
     result = run_pipeline("smoke", run="e2e", overrides={"outputs_dir": str(run_dir)}, log=lines.append, live=False)
@@ -81,7 +81,7 @@ def _issue_18_sequence(run_dir, paths):
     """papermill 03 with other settings, then the report alone, then `tritonrl run` again."""
     import papermill
 
-    from tritonrl_lib.pipeline import run_pipeline
+    from tritonrl_lib.run.pipeline import run_pipeline
 
     def papermill_run(nb: str, **params):
         papermill.execute_notebook(str(notebooks_dir() / f"{nb}.ipynb"), str(run_dir / f"{nb}.alone.ipynb"),

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tritonrl_lib.cli import main
-from tritonrl_lib.eval_command import looks_like_folder, slug
+from tritonrl_lib.eval.command import looks_like_folder, slug
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from tritonrl_lib import metrics as M
-from tritonrl_lib.evaluate import (EvalSampling, attach_comparison, build_record, compare_stages, difference,
-                                   read_record, write_record)
+from tritonrl_lib.eval import metrics as M
+from tritonrl_lib.eval.record import (EvalSampling, attach_comparison, build_record, compare_stages, difference,
+                                      read_record, write_record)
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.verdict import Verdict
 

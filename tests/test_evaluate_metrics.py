@@ -9,10 +9,11 @@ import random
 
 import pytest
 
-from tritonrl_lib import metrics as M
-from tritonrl_lib.evaluate import (EvalSampling, build_record, cap_tasks, format_table, load_records, metrics_table,
-                                   read_record, stable_order, write_record)
-from tritonrl_lib.config import RunPaths
+from tritonrl_lib.eval import metrics as M
+from tritonrl_lib.eval.record import (EvalSampling, build_record, format_table, load_records, metrics_table,
+                                      read_record, write_record)
+from tritonrl_lib.eval.heldout import cap_tasks, stable_order
+from tritonrl_lib.core.paths import RunPaths
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.reward import compute_reward
 from tritonrl_lib.verify.verdict import Verdict

@@ -8,11 +8,14 @@ import shutil
 
 import pytest
 
-from tritonrl_lib import models
-from tritonrl_lib.config import load_config
-from tritonrl_lib.evaluate import (EvalError, MissingCheckpoint, eval_sampling, evaluate_run, load_eval_tasks,
-                                   score_completions, model_of)
-from tritonrl_lib.prompts import format_completion
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.eval.errors import EvalError
+from tritonrl_lib.eval.run import evaluate_run, score_completions
+from tritonrl_lib.eval.identity import MissingCheckpoint, model_of
+from tritonrl_lib.eval.record import eval_sampling
+from tritonrl_lib.eval.heldout import load_eval_tasks
+from tritonrl_lib.model.prompts import format_completion
 from tritonrl_lib.tasks import load_tasks
 
 pytestmark = pytest.mark.timeout(600)
@@ -174,8 +177,8 @@ def test_known_good_solutions_score_correct_in_the_real_verifier(run_dir):
 def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monkeypatch):
     # a 10-minute device call can end between generating and verifying, or mid-verification: the
     # next call must neither generate again nor verify again what was already verified
-    from tritonrl_lib import eval_resume as R
-    from tritonrl_lib import evaluate as E
+    from tritonrl_lib.eval import resume as R
+    from tritonrl_lib.eval import run as E
     from tritonrl_lib.rollout.results import Completion
     from tritonrl_lib.verify.cache import VerdictCache
 
@@ -244,8 +247,8 @@ def test_an_evaluation_cut_off_mid_verification_resumes_per_sample(run_dir, monk
 
 def test_a_forced_compare_reaches_the_evaluation(run_dir, monkeypatch):
     # `tritonrl eval --compare --force` must evaluate again, not reuse records or resume state
-    from tritonrl_lib import evaluate as E
     from tritonrl_lib.cli import main
+    from tritonrl_lib.eval import command as E  # the command's own name for evaluate_run
 
     seen = {}
 

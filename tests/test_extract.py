@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.extract import Extraction, extract_code
-from tritonrl_lib.fences import closing_fence, opening_fence
+from tritonrl_lib.verify.extract import Extraction, extract_code
+from tritonrl_lib.core.fences import closing_fence, opening_fence
 from tritonrl_lib.rollout import closes_code_block
 
 CASES = Path(__file__).parent / "extract_cases"

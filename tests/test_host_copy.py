@@ -1,4 +1,4 @@
-"""verify/host_copy.py: large outputs from the GPU into a memfd's mapping through pinned staging."""
+"""verify/sandbox/host_copy.py: large outputs from the GPU into a memfd's mapping through pinned staging."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 import pytest
 import torch
 
-from tritonrl_lib.verify import host_copy, shared_blobs
-from tritonrl_lib.verify.encoding import encode_outputs
+from tritonrl_lib.verify.sandbox import host_copy, shared_blobs
+from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
 
 def _mapping(n: int):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tritonrl_lib.jsonio import DamagedFile, append_jsonl, read_json, read_jsonl, write_json, write_jsonl
+from tritonrl_lib.core.jsonio import DamagedFile, append_jsonl, read_json, read_jsonl, write_json, write_jsonl
 
 
 def test_jsonl_round_trip_and_append(tmp_path):

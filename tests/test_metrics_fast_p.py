@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from tritonrl_lib import metrics as M
-from tritonrl_lib.evaluate import format_table
+from tritonrl_lib.eval import metrics as M
+from tritonrl_lib.eval.record import format_table
 from tritonrl_lib.verify.verdict import Verdict
 
 

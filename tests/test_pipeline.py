@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from notebook_fixtures import three_step_pipeline, two_stage_pipeline, write_notebook
-from tritonrl_lib.config import ConfigError, load_config
-from tritonrl_lib.pipeline import NotebookFailed, discover_notebooks, notebooks_dir, run_pipeline
+from tritonrl_lib.core.config import ConfigError, load_config
+from tritonrl_lib.run.pipeline import NotebookFailed, discover_notebooks, notebooks_dir, run_pipeline
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -167,7 +167,7 @@ def test_papermill_direct_with_mistyped_parameter_names_it(tmp_path, run_dir):
 def test_cli_run_reports_failure_and_exit_code(tmp_path, run_dir, monkeypatch):
     nbs = tmp_path / "nbs"
     two_stage_pipeline(nbs, fail_second=True)
-    import tritonrl_lib.pipeline as pipeline
+    import tritonrl_lib.run.pipeline as pipeline
     from tritonrl_lib.cli import main
 
     monkeypatch.setattr(pipeline, "notebooks_dir", lambda: nbs)
@@ -178,8 +178,8 @@ def test_cli_run_reports_failure_and_exit_code(tmp_path, run_dir, monkeypatch):
 
 
 def test_cli_entry_point_installed_and_config_list_describes_every_setting():
-    from tritonrl_lib.config import _leaf_paths
-    from tritonrl_lib.settings_doc import DESCRIPTIONS
+    from tritonrl_lib.core.config import _leaf_paths
+    from tritonrl_lib.core.settings_doc import DESCRIPTIONS
 
     out = subprocess.run([sys.executable, "-m", "tritonrl_lib.cli", "config", "--params", "smoke", "--list"],
                          capture_output=True, text=True, check=True).stdout

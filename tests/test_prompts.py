@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib import models
-from tritonrl_lib.extract import extract_code
-from tritonrl_lib.prompts import (INSTRUCTION, SYSTEM_PROMPT, build_messages, format_completion, format_prompt,
+from tritonrl_lib.model import load as models
+from tritonrl_lib.verify.extract import extract_code
+from tritonrl_lib.model.prompts import (INSTRUCTION, SYSTEM_PROMPT, build_messages, format_completion, format_prompt,
                                   sft_record)
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.tasks.task import Task

@@ -89,7 +89,7 @@ def test_a_phase_out_of_memory_is_recorded_with_the_setting_to_change(tmp_path, 
 
     standin_bench = importlib.import_module("qwen7b_standin")
     phases = importlib.import_module("qwen7b_phases")
-    from tritonrl_lib import models
+    from tritonrl_lib.model import load as models
 
     argv = ["--work", str(tmp_path), "--out", str(tmp_path / "out"), "--quick"]
     ctx = phases.Ctx(standin_bench.parse_args(argv), argv)
@@ -133,7 +133,7 @@ def test_cost_arithmetic_from_known_rates():
 def test_cost_follows_the_qwen7b_profile():
     from qwen7b_cost import Workload
 
-    from tritonrl_lib.config import load_config
+    from tritonrl_lib.core.config import load_config
 
     w = Workload.from_config(load_config("qwen7b"), prompt_tokens=600)
     assert (w.sft_examples, w.sft_epochs, w.rounds, w.tasks_per_round, w.n_samples, w.top_k) == (1000, 1.0, 3, 16, 10, 3)

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from tritonrl_lib import charts as C
-from tritonrl_lib.config import load_config
-from tritonrl_lib.evaluate import EvalSampling, build_record, write_record
-from tritonrl_lib.models import MARKER
-from tritonrl_lib.report import PUBLISHED, build_report, parse_table, timings_table
+from tritonrl_lib.report import charts as C
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.eval.record import EvalSampling, build_record, write_record
+from tritonrl_lib.model.load import MARKER
+from tritonrl_lib.report.build import PUBLISHED, build_report, parse_table, timings_table
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.reward import compute_reward
 from tritonrl_lib.verify.verdict import Verdict
@@ -174,7 +174,7 @@ def test_empty_run_still_renders(cfg):
 
 
 def test_scale_cost_reads_the_stand_in_benchmark_and_skips_what_is_not_there(tmp_path):
-    from tritonrl_lib.report import scale_cost_table
+    from tritonrl_lib.report.build import scale_cost_table
 
     results = {"phases": {}, "cost": {"rows": [
         {"case": "bf16", "gpus": 1, "sft_s": 3600, "rl_s": 7200, "eval_s": 360, "wall_hours": 3.1, "gpu_hours": 3.1,

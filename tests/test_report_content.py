@@ -9,11 +9,12 @@ import re
 
 import pytest
 
-from tritonrl_lib.config import load_config
-from tritonrl_lib.evaluate import EvalSampling, build_record, model_identity, write_record
-from tritonrl_lib.models import MARKER
-from tritonrl_lib.report import build_report, parse_table
-from tritonrl_lib.report_text import explain_reason, pick_examples, verdict_sentence
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.eval.record import EvalSampling, build_record, write_record
+from tritonrl_lib.eval.identity import model_identity
+from tritonrl_lib.model.load import MARKER
+from tritonrl_lib.report.build import build_report, parse_table
+from tritonrl_lib.report.text import explain_reason, pick_examples, verdict_sentence
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.reward import compute_reward
 from tritonrl_lib.verify.verdict import Verdict
@@ -149,7 +150,7 @@ def test_the_page_has_no_words_from_inside_the_project(cfg):
 
 
 def test_results_made_with_other_settings_or_outside_the_runner_are_said_so(cfg, run_dir):
-    from tritonrl_lib import run_state
+    from tritonrl_lib.run import state as run_state
 
     paths = cfg.paths.ensure()
     evaluate(paths, "base", ["a", "b"], [verdict("none", "no_code")] * 2)

@@ -9,13 +9,13 @@ import dataclasses
 import pytest
 import torch
 
-from tritonrl_lib.config import ConfigError, VerifyConfig, load_config
+from tritonrl_lib.core.config import ConfigError, VerifyConfig, load_config
 from tritonrl_lib.tasks.builtin_suite import load_builtin
 from tritonrl_lib.tasks.kb_format import module_constants
-from tritonrl_lib.train.reward_tasks import scaled_task, tasks_for_training, training_sizes
-from tritonrl_lib.train.verify_batch import training_verify_config
+from tritonrl_lib.train.rl.reward_tasks import scaled_task, tasks_for_training, training_sizes
+from tritonrl_lib.verify.batch import training_verify_config
 from tritonrl_lib.verify.pool import VerifierPool, workers_per_gpu_for_cores
-from tritonrl_lib.verify.variations import load_task_module, size_constants
+from tritonrl_lib.verify.candidate.variations import load_task_module, size_constants
 
 
 @pytest.fixture(scope="module")

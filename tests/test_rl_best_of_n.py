@@ -16,16 +16,16 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tritonrl_lib import models
-from tritonrl_lib.config import ConfigError
-from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.jsonio import read_jsonl, write_jsonl
-from tritonrl_lib.prompts import build_messages, format_completion
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import ConfigError
+from tritonrl_lib.train.rl.curriculum import read_curriculum_log
+from tritonrl_lib.core.jsonio import read_jsonl, write_jsonl
+from tritonrl_lib.model.prompts import build_messages, format_completion
 from tritonrl_lib.tasks import load_tasks
-from tritonrl_lib.train.rl_best import read_best
-from tritonrl_lib.train.rl_log import read_rl_log
-from tritonrl_lib.train.rl_start import RLStartError, select_rl_tasks
-from tritonrl_lib.train.best_of_n import replay_rows, reference_candidates, select_top_k, train_best_of_n
+from tritonrl_lib.train.rl.best import read_best
+from tritonrl_lib.train.rl.log import read_rl_log
+from tritonrl_lib.train.rl.start import RLStartError, select_rl_tasks
+from tritonrl_lib.train.rl.best_of_n import replay_rows, reference_candidates, select_top_k, train_best_of_n
 from tritonrl_lib.verify.pool import VerifierPool
 
 from rl_fixtures import RL_TASKS, good_and_bad, prepare_run, smoke_config
@@ -211,7 +211,7 @@ KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, {tests!r})
     from rl_fixtures import smoke_config
-    from tritonrl_lib.train.best_of_n import train_best_of_n, reference_candidates
+    from tritonrl_lib.train.rl.best_of_n import train_best_of_n, reference_candidates
 
     def echo(msg):
         print(msg, flush=True)

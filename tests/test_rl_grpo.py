@@ -16,12 +16,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tritonrl_lib import models
-from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.train.rl_best import read_best
-from tritonrl_lib.train.rl_log import read_rl_log
-from tritonrl_lib.train.best_of_n import reference_candidates
-from tritonrl_lib.train.grpo import _slot_of, slot_dataset, train_grpo
+from tritonrl_lib.model import load as models
+from tritonrl_lib.train.rl.curriculum import read_curriculum_log
+from tritonrl_lib.train.rl.best import read_best
+from tritonrl_lib.train.rl.log import read_rl_log
+from tritonrl_lib.train.rl.best_of_n import reference_candidates
+from tritonrl_lib.train.rl.grpo import _slot_of, slot_dataset, train_grpo
 from tritonrl_lib.verify.pool import VerifierPool
 
 from rl_fixtures import prepare_run, smoke_config
@@ -80,8 +80,8 @@ KILL_SCRIPT = textwrap.dedent("""
     import os, signal, sys
     sys.path.insert(0, {tests!r})
     from rl_fixtures import smoke_config
-    from tritonrl_lib.train.grpo import train_grpo
-    from tritonrl_lib.train.best_of_n import reference_candidates
+    from tritonrl_lib.train.rl.grpo import train_grpo
+    from tritonrl_lib.train.rl.best_of_n import reference_candidates
 
     def echo(msg):
         print(msg, flush=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tritonrl_lib import models
-from tritonrl_lib.config import load_config
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
 
 from rl_fixtures import prepare_run
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib import charts
-from tritonrl_lib.curriculum import read_curriculum_log
-from tritonrl_lib.jsonio import read_jsonl
-from tritonrl_lib.models import load_tokenizer
-from tritonrl_lib.prompts import format_completion
+from tritonrl_lib.report import charts
+from tritonrl_lib.train.rl.curriculum import read_curriculum_log
+from tritonrl_lib.core.jsonio import read_jsonl
+from tritonrl_lib.model.load import load_tokenizer
+from tritonrl_lib.model.prompts import format_completion
 from tritonrl_lib.tasks import load_tasks
-from tritonrl_lib.train.best_of_n import train_best_of_n
-from tritonrl_lib.train.refine import discounted_reward, feedback_text, refinement_messages, refinement_prompt
-from tritonrl_lib.train.rl_log import read_rl_log, rl_table
-from tritonrl_lib.train.verify_batch import SHARED_NOTE, VerifyAhead, verify_unique
+from tritonrl_lib.train.rl.best_of_n import train_best_of_n
+from tritonrl_lib.train.rl.refine import discounted_reward, feedback_text, refinement_messages, refinement_prompt
+from tritonrl_lib.train.rl.log import read_rl_log, rl_table
+from tritonrl_lib.verify.batch import SHARED_NOTE, VerifyAhead, verify_unique
 from tritonrl_lib.verify.pool import VerifierPool
 
 from rl_fixtures import prepare_run, smoke_config
@@ -148,7 +148,7 @@ def test_groups_without_signal_are_redrawn_and_failures_are_refined(tmp_path, po
 
 
 def test_a_kept_refinement_trains_in_its_conversation(suite):
-    from tritonrl_lib.train.best_of_n import select_top_k, training_rows
+    from tritonrl_lib.train.rl.best_of_n import select_top_k, training_rows
 
     relu = suite["builtin/L1/relu"]
     first = {"stage": "compile", "reason": "mismatch:original", "error": "values differ"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tritonrl_lib.config import load_config
-from tritonrl_lib.extract import extract_code
-from tritonrl_lib.models import load_base_model, load_policy, load_tokenizer
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.verify.extract import extract_code
+from tritonrl_lib.model.load import load_base_model, load_policy, load_tokenizer
 from tritonrl_lib.rollout import (
     FenceStop,
     LeanDecoder,
@@ -174,9 +174,7 @@ def test_finished_rows_compact_without_changing_the_rest(cfg):
     go on produce exactly what they produce alone."""
     model, tok = memorised(cfg)
     short = chat(tok, MEMO_PROMPT)  # stops at the fence after ~15 tokens
-    # a raw prompt, outside the chat format the model memorised: it runs to max_new_tokens (a chat
-    # prompt of any text now gets the memorised fenced answer and stops with the short one)
-    other = "Once upon a time, in a grid of kernels,"
+    other = RAW_PROMPT  # memorised with a continuation longer than max_new_tokens: runs to the length
     r = Rollout(model, tok, engine="lean")
     s = SamplingConfig(n_samples=6, max_new_tokens=40, batch_size=12, **{**GREEDY, "stop_at_fence": True})
     res = r.generate([short, other], s)
@@ -246,28 +244,35 @@ def test_stopped_text_extracts_as_a_closed_block():
 
 MEMO_PROMPT = "relu please"
 MEMO_COMPLETION = "Sure:\n```python\nx = torch.relu(x)\n```\nThat is all, it returns x."
+# a raw prompt, outside the chat format, memorised with a long continuation and no end-of-turn: it
+# runs to max_new_tokens whatever the tiny model's random weights would otherwise have said
+RAW_PROMPT = "Once upon a time, in a grid of kernels,"
+RAW_CONTINUATION = " every program loaded its block, added one to it and stored it back." * 6
 _MEMO: dict = {}
 
 
 def memorised(cfg):
     """The tiny model trained (really, on CPU, a few seconds) to answer MEMO_PROMPT with a fenced
-    block followed by prose and an end-of-turn: a model that writes a closing fence by itself."""
+    block followed by prose and an end-of-turn: a model that writes a closing fence by itself; and to
+    continue RAW_PROMPT with prose that never ends in time (a sequence that runs to its length)."""
     if "model" not in _MEMO:
         tok = load_tokenizer("tiny")
         model = load_base_model(cfg.model, "cpu", spec="tiny")
-        p = tok(chat(tok, MEMO_PROMPT), add_special_tokens=False)["input_ids"]
-        c = tok(MEMO_COMPLETION + tok.eos_token, add_special_tokens=False)["input_ids"]
-        ids = torch.tensor([p + c])
-        labels = torch.tensor([[-100] * len(p) + c])
+        rows = []
+        for prompt, answer in ((chat(tok, MEMO_PROMPT), MEMO_COMPLETION + tok.eos_token),
+                               (RAW_PROMPT, RAW_CONTINUATION)):
+            p = tok(prompt, add_special_tokens=False)["input_ids"]
+            c = tok(answer, add_special_tokens=False)["input_ids"]
+            rows.append((torch.tensor([p + c]), torch.tensor([[-100] * len(p) + c])))
         torch.manual_seed(0)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
         model.train()
         for _ in range(300):
-            loss = model(input_ids=ids, labels=labels).loss
+            losses = [model(input_ids=ids, labels=labels).loss for ids, labels in rows]
             opt.zero_grad()
-            loss.backward()
+            sum(losses).backward()
             opt.step()
-            if loss.item() < 0.02:
+            if max(loss.item() for loss in losses) < 0.02:
                 break
         model.eval()
         _MEMO["model"], _MEMO["tok"] = model, tok

@@ -6,7 +6,7 @@ import io
 import json
 import time
 
-from tritonrl_lib.run_progress import StepMonitor, describe_bar, describe_record
+from tritonrl_lib.run.progress import StepMonitor, describe_bar, describe_record
 
 
 def test_bars_are_recognised_and_compacted():

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from tritonrl_lib import run_state
-from tritonrl_lib.config import load_config
+from tritonrl_lib.run import state as run_state
+from tritonrl_lib.core.config import load_config
 
 
 @pytest.fixture

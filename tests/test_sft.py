@@ -9,13 +9,14 @@ import json
 import pytest
 import torch
 
-from tritonrl_lib import charts, models
-from tritonrl_lib.config import load_config
-from tritonrl_lib.jsonio import read_jsonl
-from tritonrl_lib.train import packed_attention
-from tritonrl_lib.train.sft import (SFTDataError, SpeedOptions, build_trainer, completion_nll, fit_to_length,
-                                    load_sft_dataset, main, train_sft)
-from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.report import charts
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.core.jsonio import read_jsonl
+from tritonrl_lib.train.sft import packed_attention
+from tritonrl_lib.train.trainer import SFTDataError, SpeedOptions, build_trainer, completion_nll, fit_to_length
+from tritonrl_lib.train.sft.train import load_sft_dataset, main, train_sft
+from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 from tritonrl_lib.train.trainer_checkpoints import checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint
 
 pytestmark = pytest.mark.timeout(600)
@@ -304,8 +305,8 @@ def test_a_model_switched_to_packed_attention_still_generates_the_same(make_cfg)
 
 
 def test_lora_input_cast_is_skipped_only_while_training(make_cfg):
-    from tritonrl_lib.config import ConfigError
-    from tritonrl_lib.train.sft import _NoLoraInputCastWhileTraining
+    from tritonrl_lib.core.config import ConfigError
+    from tritonrl_lib.train.trainer import _NoLoraInputCastWhileTraining
 
     cfg = make_cfg(n=1)
     model, tok = models.load_policy(cfg)

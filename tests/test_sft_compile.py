@@ -8,10 +8,11 @@ import shutil
 import pytest
 import torch
 
-from tritonrl_lib import models
-from tritonrl_lib.config import load_config
-from tritonrl_lib.train.sft import SpeedOptions, build_trainer, completion_nll, load_sft_dataset
-from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.train.trainer import SpeedOptions, build_trainer, completion_nll
+from tritonrl_lib.train.sft.train import load_sft_dataset
+from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 

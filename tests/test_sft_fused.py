@@ -15,7 +15,7 @@ pytestmark = pytest.mark.timeout(900)
 # TRITON_INTERPRET must be set before triton.jit runs, so the checks run in a fresh interpreter.
 CHECK = textwrap.dedent('''
     import torch
-    from tritonrl_lib.train.fused_ops import fuse_model, rms_norm, swiglu
+    from tritonrl_lib.train.sft.fused_ops import fuse_model, rms_norm, swiglu
     torch.manual_seed(0)
 
     def eager_norm(x, w, eps):
@@ -68,8 +68,8 @@ CHECK = textwrap.dedent('''
     torch.testing.assert_close(got[2], u.grad)
 
     # inside the tiny LoRA model: same loss and same adapter gradients
-    from tritonrl_lib import models
-    from tritonrl_lib.config import load_config
+    from tritonrl_lib.model import load as models
+    from tritonrl_lib.core.config import load_config
     cfg = load_config("smoke", overrides={"lora_target_modules": ["q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"]})
     ids = torch.randint(0, 1000, (2, 24))
 
@@ -106,10 +106,11 @@ def test_fused_kernels_match_eager_under_the_interpreter(tmp_path):
 def test_fused_kernels_are_refused_on_a_cpu_run_without_the_interpreter(run_dir):
     if os.environ.get("TRITON_INTERPRET") == "1":
         pytest.skip("the interpreter is on in this process")
-    from tritonrl_lib import models
-    from tritonrl_lib.config import ConfigError, load_config
-    from tritonrl_lib.train.sft import SpeedOptions, build_trainer, load_sft_dataset
-    from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+    from tritonrl_lib.model import load as models
+    from tritonrl_lib.core.config import ConfigError, load_config
+    from tritonrl_lib.train.trainer import SpeedOptions, build_trainer
+    from tritonrl_lib.train.sft.train import load_sft_dataset
+    from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 
     cfg = load_config("smoke", overrides={"outputs_dir": str(run_dir), "max_seq_len": 768})
     write_records(cfg.paths.sft_train, toy_sft_records(2))

@@ -8,12 +8,13 @@ import json
 import pytest
 import torch
 
-from tritonrl_lib import charts, models
-from tritonrl_lib.config import load_config
-from tritonrl_lib.jsonio import read_jsonl
-from tritonrl_lib.train.sft import load_sft_datasets, train_sft
-from tritonrl_lib.train.sft_log import spent_before
-from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.report import charts
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.core.jsonio import read_jsonl
+from tritonrl_lib.train.sft.train import load_sft_datasets, train_sft
+from tritonrl_lib.train.sft.log import spent_before
+from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 
 
 @pytest.fixture(autouse=True)

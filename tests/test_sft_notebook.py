@@ -8,10 +8,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tritonrl_lib import models
-from tritonrl_lib.config import load_config
-from tritonrl_lib.jsonio import read_jsonl
-from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.core.jsonio import read_jsonl
+from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 
 pytestmark = pytest.mark.timeout(400)
 

@@ -14,11 +14,11 @@ import time
 import pytest
 import torch
 
-from tritonrl_lib import models
-from tritonrl_lib.config import load_config
-from tritonrl_lib.jsonio import read_jsonl
-from tritonrl_lib.train.sft import train_sft
-from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+from tritonrl_lib.model import load as models
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.core.jsonio import read_jsonl
+from tritonrl_lib.train.sft.train import train_sft
+from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 from tritonrl_lib.train.trainer_checkpoints import checkpoint_is_complete, latest_complete_checkpoint
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
@@ -55,7 +55,7 @@ def test_sigkill_mid_run_resumes_from_the_last_complete_checkpoint(run_dir):
     for cfg in (killed, whole):
         write_records(cfg.paths.sft_train, toy_sft_records(8))
     ckpt = killed.paths.sft_checkpoint
-    cmd = [sys.executable, "-m", "tritonrl_lib.train.sft", *_cli(settings), "--run", "killed"]
+    cmd = [sys.executable, "-m", "tritonrl_lib.train.sft.train", *_cli(settings), "--run", "killed"]
 
     # 1. start, wait for checkpoint-4 to be complete, SIGKILL
     first = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -123,7 +123,7 @@ def test_two_process_ddp_run_on_cpu(run_dir):
     write_records(cfg.paths.sft_train, toy_sft_records(8))
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     cmd = [torchrun if os.path.exists(torchrun) else "torchrun", "--nproc_per_node", "2",
-           "-m", "tritonrl_lib.train.sft", *_cli(settings)]
+           "-m", "tritonrl_lib.train.sft.train", *_cli(settings)]
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     summaries = [line for line in proc.stdout.splitlines() if line.startswith("SFT trained:")]

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonrl_lib import models, standin
-from tritonrl_lib.config import load_config
+from tritonrl_lib.model import load as models, standin
+from tritonrl_lib.core.config import load_config
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "tests" / "fixtures" / "standin" / "qwen2-tiny.json"
@@ -119,14 +119,14 @@ def test_same_seed_same_weights_other_seed_other_weights(built, tmp_path):
 
 def test_loading_a_standin_says_so_every_time(built, caplog):
     cfg = load_config("smoke", overrides={"model": built.path})
-    with caplog.at_level(logging.WARNING, logger="tritonrl_lib.models"):
+    with caplog.at_level(logging.WARNING, logger="tritonrl_lib.model.load"):
         model, tok = models.load_policy(cfg, trainable=True)
     said = [r.getMessage() for r in caplog.records if "RANDOM WEIGHTS" in r.getMessage()]
     assert said and built.path in said[0] and "tests/qwen2-tiny" in said[0]
     assert model.get_base_model().config.vocab_size == 1088 and len(tok) == 1025
     assert tok.eos_token == "<|im_end|>" and tok.pad_token_id == 1021
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="tritonrl_lib.models"):
+    with caplog.at_level(logging.WARNING, logger="tritonrl_lib.model.load"):
         models.load_policy(load_config("smoke"), trainable=False)  # the tiny test model is not a stand-in
     assert not [r for r in caplog.records if "RANDOM WEIGHTS" in r.getMessage()]
 
@@ -221,7 +221,7 @@ def test_qwen7b_profile_takes_a_local_folder_by_one_setting(local_qwen2, caplog)
     with pytest.raises(models.ModelLoadError, match="load_in_8bit / load_in_4bit need a CUDA GPU"):
         models.load_policy(cpu)
     cpu = load_config("qwen7b", cli=[f"model={local_qwen2}", "device=cpu", "load_in_8bit=false", "dtype=float32"])
-    with caplog.at_level(logging.WARNING, logger="tritonrl_lib.models"):
+    with caplog.at_level(logging.WARNING, logger="tritonrl_lib.model.load"):
         model, tok = models.load_policy(cpu)
     assert not [r for r in caplog.records if "RANDOM WEIGHTS" in r.getMessage()]  # real weights: no label
     targets = {n.split(".")[-4] for n, p in model.named_parameters() if p.requires_grad}
@@ -232,10 +232,11 @@ def test_qwen7b_profile_takes_a_local_folder_by_one_setting(local_qwen2, caplog)
 @pytest.mark.slow
 def test_sft_and_sampling_from_a_local_folder(local_qwen2, tmp_path):
     """The qwen7b profile's SFT (one step) and RL/eval sampling on the local folder, on the CPU."""
-    from tritonrl_lib.evaluate import cap_tasks, evaluate_model
+    from tritonrl_lib.eval.heldout import cap_tasks
+    from tritonrl_lib.eval.run import evaluate_model
     from tritonrl_lib.tasks import load_tasks
-    from tritonrl_lib.train.sft import train_sft
-    from tritonrl_lib.train.synthetic import toy_sft_records, write_records
+    from tritonrl_lib.train.sft.train import train_sft
+    from tritonrl_lib.train.sft.synthetic import toy_sft_records, write_records
 
     cfg = load_config("qwen7b", cli=[f"model={local_qwen2}", "device=cpu", "load_in_8bit=false", "dtype=float32",
                                      "gradient_checkpointing=false", f"outputs_dir={tmp_path}", "max_seq_len=512",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.verify import Verdict, verify
 from tritonrl_lib.verify.command import main as verify_main
 from tritonrl_lib.verify.pool import VerifierError, VerifierPool

@@ -3,9 +3,9 @@ sizes the project runs on: KernelBench's published sizes on one 80 GB GPU and a 
 
 from __future__ import annotations
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify.footprint import Footprint
-from tritonrl_lib.verify.limits import GIB, Budget
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.sandbox.footprint import Footprint
+from tritonrl_lib.verify.sandbox.limits import GIB, Budget
 from tritonrl_lib.verify.settings import JobSettings
 
 SETTINGS = JobSettings.for_device(VerifyConfig(), "cuda")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.verify.pool import VerifierPool
 
 from verifier_fixtures import candidate, task
@@ -92,7 +92,7 @@ def test_a_tuple_subclass_with_code_of_its_own_is_not_a_plain_argument():
 
     import torch
 
-    from tritonrl_lib.verify.runtime_checks import _plain_argument
+    from tritonrl_lib.verify.candidate.runtime_checks import _plain_argument
 
     class Pair(NamedTuple):
         a: torch.Tensor

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig, gpu_available
+from tritonrl_lib.core.config import VerifyConfig, gpu_available
 from tritonrl_lib.verify.pool import VerifierPool
 from tritonrl_lib.verify.settings import JobSettings
 from tritonrl_lib.verify.settings import resolve_compile_check as resolve_mode
@@ -157,8 +157,8 @@ def test_a_plain_python_call_found_while_hashing_the_kernel_is_a_compile_error(t
     script = tmp_path / "hashing.py"  # a file: triton.jit reads the kernel's source
     script.write_text(textwrap.dedent("""
         import triton, triton.language as tl
-        from tritonrl_lib.verify.compile_errors import compile_failure_kind
-        from tritonrl_lib.verify.child_context import classify
+        from tritonrl_lib.verify.compilation.errors import compile_failure_kind
+        from tritonrl_lib.verify.candidate.context import classify
 
         def positive_part(x):
             return tl.maximum(x, 0.0)
@@ -181,8 +181,8 @@ def test_a_worker_holds_an_uninterpreted_copy_of_triton():
     got = json.loads(_run_python("""
         import json, os, sys
         os.environ["TRITON_INTERPRET"] = "1"
-        from tritonrl_lib.verify.worker import _worker_imports
-        from tritonrl_lib.verify import compiler_copy
+        from tritonrl_lib.verify.worker.main import _worker_imports
+        from tritonrl_lib.verify.compilation import compiler_copy
         _worker_imports("cpu")
         import triton, triton.language as tl
         before = type(tl.sum).__name__
@@ -220,9 +220,9 @@ def test_interpreter_errors_for_compiler_rules_are_compile_errors(tmp_path):
     '''))
     got = json.loads(_run_python(f"""
         import json, torch
-        from tritonrl_lib.verify.compile_errors import compile_failure_kind, interpreter_only, mark_compiled
-        from tritonrl_lib.verify.child_context import classify
-        from tritonrl_lib.verify.variations import load_module_file
+        from tritonrl_lib.verify.compilation.errors import compile_failure_kind, interpreter_only, mark_compiled
+        from tritonrl_lib.verify.candidate.context import classify
+        from tritonrl_lib.verify.candidate.variations import load_module_file
         m = load_module_file({str(path)!r}, "kernels")
         out = {{}}
         for name, kernel in (("arange", m.arange_kernel), ("raising", m.raising_kernel)):
@@ -265,7 +265,7 @@ def test_the_gpu_side_classifies_the_compilers_own_errors(tmp_path):
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource, make_backend
         from triton.runtime.jit import create_function_from_signature
-        from tritonrl_lib.verify.child_context import classify
+        from tritonrl_lib.verify.candidate.context import classify
         sys.path.insert(0, {str(tmp_path)!r})
         import kernels
         target = GPUTarget("cuda", 90, 32)
@@ -300,9 +300,9 @@ def test_a_compile_error_in_the_full_stage_fails_compile():
     # what a GPU child sends when a launch first made on the larger inputs does not compile
     import torch
 
-    from tritonrl_lib.verify.judge import Judge
-    from tritonrl_lib.verify.sandbox import SandboxOutcome
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.worker.judge import Judge
+    from tritonrl_lib.verify.sandbox.run import SandboxOutcome
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     settings = JobSettings.for_device(VerifyConfig(), "cpu").to_json()
     judge = Judge({"task_id": "t", "settings": settings, "policy": "strict"})

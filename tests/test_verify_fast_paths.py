@@ -17,18 +17,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify import processes, shared_blobs
-from tritonrl_lib.verify.gpu_lock import GpuLock
-from tritonrl_lib.verify.limits import Limits, memory_share_bytes
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.sandbox import processes, shared_blobs
+from tritonrl_lib.verify.sandbox.gpu_lock import GpuLock
+from tritonrl_lib.verify.sandbox.limits import Limits, memory_share_bytes
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.reference_cache import ReferenceCache
-from tritonrl_lib.verify.processes import kill_tree, proc_table, proc_table_entry
-from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.worker.reference_cache import ReferenceCache
+from tritonrl_lib.verify.sandbox.processes import kill_tree, proc_table, proc_table_entry
+from tritonrl_lib.verify.sandbox.run import run_sandboxed
 from tritonrl_lib.verify.settings import JobSettings
-from tritonrl_lib.verify.child_context import Child
-from tritonrl_lib.verify.encoding import blanks_for, encode_outputs, release_blanks
-from tritonrl_lib.verify.reference_phase import ReferencePhase
+from tritonrl_lib.verify.candidate.context import Child
+from tritonrl_lib.verify.candidate.encoding import blanks_for, encode_outputs, release_blanks
+from tritonrl_lib.verify.candidate.reference_phase import ReferencePhase
 
 from test_verify_pool import candidate, task
 
@@ -202,7 +202,7 @@ def test_outputs_sealed_into_memfds_made_ahead_are_the_same_bytes():
 def test_inputs_are_drawn_on_the_device_and_the_same_every_time():
     """A KernelBench task's torch.rand draws straight on the device (here the meta device stands in for the
     GPU), under the set's seed, so every draw of a set gives the same values and no host copy is made."""
-    from tritonrl_lib.verify.input_sets import drawer
+    from tritonrl_lib.verify.candidate.input_sets import drawer
 
     def get_inputs():
         return [torch.rand(4, 8), torch.randint(0, 5, (3,))]

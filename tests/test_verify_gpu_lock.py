@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tritonrl_lib.verify.gpu_lock import GpuLock
+from tritonrl_lib.verify.sandbox.gpu_lock import GpuLock
 
 pytestmark = pytest.mark.timeout(60)
 

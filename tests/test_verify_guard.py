@@ -1,4 +1,4 @@
-"""The candidate's process fenced in from the inside (tritonrl_lib.verify.guard), each case in a fresh
+"""The candidate's process fenced in from the inside (tritonrl_lib.verify.candidate.guard), each case in a fresh
 process: an audit hook, once added, stays for the life of the process."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNNER = r'''
 import importlib.util, json, sys, time
 import torch, triton, triton.language
-from tritonrl_lib.verify.guard import Guard
+from tritonrl_lib.verify.candidate.guard import Guard
 from tritonrl_lib.verify.static.rules import import_verdict
 cand = sys.argv[1]
 guard = Guard(cand, trusted_files=[], watched={"torch": torch, "torch.cuda": torch.cuda, "time": time},

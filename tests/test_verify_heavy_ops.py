@@ -10,9 +10,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify.heavy_ops import counts, excess, reference_counts
-from tritonrl_lib.verify.op_recorder import OpRecorder
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.candidate.heavy_ops import counts, excess, reference_counts
+from tritonrl_lib.verify.candidate.op_recorder import OpRecorder
 from tritonrl_lib.verify.pool import VerifierPool
 
 from verifier_fixtures import candidate, task

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.verify.pool import VerifierPool
 
 from verifier_fixtures import candidate, task

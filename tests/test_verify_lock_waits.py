@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from tritonrl_lib.verify.processes import waiting_on_others
+from tritonrl_lib.verify.sandbox.processes import waiting_on_others
 
 BLOCKER = """
 import fcntl, os, sys
@@ -58,7 +58,7 @@ def test_nothing_waiting_when_no_lock_is_contended(tmp_path):
 
 def test_waits_work_on_descriptors_past_select_limit():
     """A worker holding hundreds of cached references has descriptors past 1024 (select's limit)."""
-    from tritonrl_lib.verify.fdwait import wait_fds
+    from tritonrl_lib.verify.sandbox.fdwait import wait_fds
 
     pipes = [os.pipe() for _ in range(560)]
     try:

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify import native_builds
-from tritonrl_lib.verify.judge import Judge
-from tritonrl_lib.verify.limits import Limits
-from tritonrl_lib.verify.native_builds import MAX_REQUESTS_PER_JOB, ChildBuildHook, NativeBuilder, validate_request
-from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.compilation import native_builds
+from tritonrl_lib.verify.worker.judge import Judge
+from tritonrl_lib.verify.sandbox.limits import Limits
+from tritonrl_lib.verify.compilation.native_builds import MAX_REQUESTS_PER_JOB, ChildBuildHook, NativeBuilder, validate_request
+from tritonrl_lib.verify.sandbox.run import run_sandboxed
 from tritonrl_lib.verify.settings import JobSettings
 
 pytestmark = pytest.mark.timeout(120)

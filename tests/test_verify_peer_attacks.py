@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig, gpu_available
+from tritonrl_lib.core.config import VerifyConfig, gpu_available
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify import VerifierPool
 

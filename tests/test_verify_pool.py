@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig, gpu_available
+from tritonrl_lib.core.config import VerifyConfig, gpu_available
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.processes import descendants, proc_table
+from tritonrl_lib.verify.sandbox.processes import descendants, proc_table
 
 from verifier_fixtures import candidate, task
 

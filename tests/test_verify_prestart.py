@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify import shared_blobs, spares
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.sandbox import shared_blobs, spares
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.limits import Limits
-from tritonrl_lib.verify.processes import proc_table_entry
-from tritonrl_lib.verify.sandbox import run_sandboxed
-from tritonrl_lib.verify.spares import Spare
+from tritonrl_lib.verify.sandbox.limits import Limits
+from tritonrl_lib.verify.sandbox.processes import proc_table_entry
+from tritonrl_lib.verify.sandbox.run import run_sandboxed
+from tritonrl_lib.verify.sandbox.spares import Spare
 
 from test_verify_pool import ADVERSARIAL, GUARDED, RUNTIME_ONLY, _check, assert_no_leftovers, candidate, task
 
@@ -295,7 +295,7 @@ def test_an_idle_worker_gives_its_spare_up(monkeypatch):
 
 def test_spares_follow_the_jobs_still_queued(monkeypatch):
     from tritonrl_lib.verify.settings import JobSettings
-    from tritonrl_lib.verify.spares import spares_wanted
+    from tritonrl_lib.verify.sandbox.spares import spares_wanted
 
     monkeypatch.setenv("TRITONRL_POOL_WORKERS", "4")
     s = JobSettings.for_device(VerifyConfig(spare_children=2), "cuda")

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.extract import extract_code
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.extract import extract_code
 from tritonrl_lib.verify import reasons as R
-from tritonrl_lib.verify.variations import VARIATION_ORDER
+from tritonrl_lib.verify.candidate.variations import VARIATION_ORDER
 from tritonrl_lib.verify.verdict import STAGES, Verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 LIB = ROOT / "tritonrl_lib"
-PRODUCERS = sorted(p for p in (LIB / "verify").rglob("*.py") if p.name != "reasons.py") + [LIB / "extract.py"]
+PRODUCERS = sorted(p for p in (LIB / "verify").rglob("*.py") if p.name != "reasons.py")
 
 # what the verdict cache refused before the catalogue existed (cache.UNCACHED_REASONS): a reason equal
 # to one of these, or starting with one and a colon, was never stored
@@ -56,9 +56,7 @@ def test_every_entry_is_well_formed():
         assert r.meaning and "\n" not in r.meaning and len(r.meaning) < 160, name
         assert r.made_by, name
         for module in r.made_by:  # each names a module that exists and spells the reason through the catalogue
-            if module == "extract":
-                sources = [LIB / "extract.py"]
-            elif module == "static":
+            if module == "static":
                 sources = sorted((LIB / "verify" / "static").glob("*.py"))
             else:
                 sources = [LIB / "verify" / f"{module}.py"]
@@ -215,7 +213,7 @@ def test_the_static_check_gives_catalogued_reasons():
 
 
 def test_the_child_classifies_into_its_own_reasons():
-    from tritonrl_lib.verify.child_context import classify
+    from tritonrl_lib.verify.candidate.context import classify
 
     errors = [SystemExit(1), MemoryError(), RuntimeError("CUDA out of memory. Tried to allocate 2 GiB"),
               RuntimeError("CUDA error: an illegal memory access was encountered"), ValueError("bad"),
@@ -225,8 +223,8 @@ def test_the_child_classifies_into_its_own_reasons():
 
 
 def test_outputs_compare_into_catalogued_reasons():
-    from tritonrl_lib.verify.compare import compare
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.worker.compare import compare
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     (ref_meta,), (ref_blob,) = encode_outputs([torch.ones(4)])
     cases = [torch.ones(4) + 1, torch.full((4,), float("nan")), torch.ones(5), torch.ones(4, dtype=torch.float64)]
@@ -242,7 +240,7 @@ def test_outputs_compare_into_catalogued_reasons():
 
 
 def _judge():
-    from tritonrl_lib.verify.judge import Judge
+    from tritonrl_lib.verify.worker.judge import Judge
     from tritonrl_lib.verify.settings import JobSettings
 
     return Judge({"task_id": "t", "settings": JobSettings.for_device(VerifyConfig(), "cpu").to_json(),
@@ -250,14 +248,14 @@ def _judge():
 
 
 def _outcome(status=0, kill=None, leftover=0):
-    from tritonrl_lib.verify.sandbox import SandboxOutcome
+    from tritonrl_lib.verify.sandbox.run import SandboxOutcome
 
     return SandboxOutcome(exit_status=status, kill_reason=kill, leftover_processes=leftover, log_tail="",
                           peak_rss_mb=0.0)
 
 
 def test_every_end_of_a_candidate_process_gets_a_catalogued_reason():
-    from tritonrl_lib.verify.sandbox import JUDGED
+    from tritonrl_lib.verify.sandbox.run import JUDGED
 
     kills = [R.TIMEOUT, R.MEMORY_LIMIT, R.FORK_FLOOD, R.PROTOCOL_ERROR, R.POOL_GONE, JUDGED, None]
     statuses = [None, 0, 1 << 8, signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT]
@@ -290,7 +288,7 @@ def test_the_uncacheable_verdicts_are_not_stored(tmp_path):
 
 
 def test_metrics_group_by_the_reason_head():
-    from tritonrl_lib.metrics import failure_reasons
+    from tritonrl_lib.eval.metrics import failure_reasons
 
     rows = [{"correct": False, "reason": r} for r in ("mismatch:range", "mismatch:seed", "static:threads", "timeout")]
     assert dict(failure_reasons(rows)) == {"mismatch": 2, "static": 1, "timeout": 1}

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.tasks.task import Task
-from tritonrl_lib.verify import shared_blobs
+from tritonrl_lib.verify.sandbox import shared_blobs
 from tritonrl_lib.verify.pool import VerifierPool, _next_job, _Worker
-from tritonrl_lib.verify.reference_cache import ReferenceCache, cache_key
+from tritonrl_lib.verify.worker.reference_cache import ReferenceCache, cache_key
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
 
@@ -304,7 +304,7 @@ def _through_a_socket(desc: dict, fds: list[int]) -> tuple[dict, list[int]]:
     import socket
     from multiprocessing.connection import Connection
 
-    from tritonrl_lib.verify.reference_cache import recv_fds, send_record
+    from tritonrl_lib.verify.worker.reference_cache import recv_fds, send_record
 
     a, b = socket.socketpair()
     ca, cb = Connection(a.detach()), Connection(b.detach())
@@ -318,7 +318,7 @@ def _through_a_socket(desc: dict, fds: list[int]) -> tuple[dict, list[int]]:
 
 
 def test_a_record_goes_to_another_worker_as_the_same_sealed_files():
-    from tritonrl_lib.verify.reference_cache import export
+    from tritonrl_lib.verify.worker.reference_cache import export
 
     mine, theirs = ReferenceCache(1 << 20), ReferenceCache(1 << 20)
     entry = _entry_in(mine, "k")
@@ -353,7 +353,7 @@ def _closed(fd: int) -> bool:
 
 
 def test_a_record_whose_file_is_not_sealed_is_refused():
-    from tritonrl_lib.verify.reference_cache import export
+    from tritonrl_lib.verify.worker.reference_cache import export
 
     mine, theirs = ReferenceCache(1 << 20), ReferenceCache(1 << 20)
     desc, fds = export(_entry_in(mine, "k"))
@@ -373,7 +373,7 @@ def test_a_record_whose_file_is_not_sealed_is_refused():
 
 
 def test_the_pool_store_is_bounded_and_closes_what_it_drops():
-    from tritonrl_lib.verify.reference_cache import PoolStore
+    from tritonrl_lib.verify.worker.reference_cache import PoolStore
 
     def fds(n: int) -> list[int]:
         return [os.memfd_create("x") for _ in range(n)]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tritonrl_lib.config import VerifyConfig
+from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.tasks.task import Task
-from tritonrl_lib.verify import shared_blobs
+from tritonrl_lib.verify.sandbox import shared_blobs
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.limits import Limits
-from tritonrl_lib.verify.protocol import encode_frame, write_all
-from tritonrl_lib.verify.sandbox import run_sandboxed
+from tritonrl_lib.verify.sandbox.limits import Limits
+from tritonrl_lib.verify.sandbox.protocol import encode_frame, write_all
+from tritonrl_lib.verify.sandbox.run import run_sandboxed
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
 
@@ -87,7 +87,7 @@ def _outputs():
 def _sends_encoded(ch):
     import torch
 
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     # forked from pytest, whose torch may already run a thread pool that a forked child cannot use
     # (a real candidate forks from a worker that never ran a torch op)
@@ -100,7 +100,7 @@ def _sends_encoded(ch):
 def test_outputs_sealed_from_the_tensor_arrive_as_the_plain_encoding(tmp_path):
     """encode_outputs(seal=True) copies large outputs straight into sealed memfds; the worker gets
     byte for byte what the plain encoding (tensor -> host bytes) gives, and the same descriptions."""
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     outcome, seen = _run(_sends_encoded, tmp_path)
     assert outcome.kill_reason is None and outcome.exit_status == 0, outcome

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tritonrl_lib.config import VerifyConfig
-from tritonrl_lib.verify.loading_watch import relaid_out
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.verify.candidate.loading_watch import relaid_out
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.variations import keep_structure, offset, ranged, row_scaled
+from tritonrl_lib.verify.candidate.variations import keep_structure, offset, ranged, row_scaled
 
 from verifier_fixtures import candidate, task
 

@@ -17,13 +17,13 @@ import pytest
 import torch
 
 from tritonrl_lib.verify.cache import VERIFIER_VERSION, VerdictCache
-from tritonrl_lib.verify.compare import compare, decode
+from tritonrl_lib.verify.worker.compare import compare, decode
 from tritonrl_lib.verify.reward import RewardLadder, compute_reward
-from tritonrl_lib.verify.runtime_checks import flatten_outputs, same_bits
-from tritonrl_lib.verify.processes import proc_table
-from tritonrl_lib.verify.protocol import FrameReader, ProtocolError, encode_frame
-from tritonrl_lib.verify.timing import speedup_stats, summarize
-from tritonrl_lib.verify.variations import larger_plan, size_constants, tiny_plans
+from tritonrl_lib.verify.candidate.runtime_checks import flatten_outputs, same_bits
+from tritonrl_lib.verify.sandbox.processes import proc_table
+from tritonrl_lib.verify.sandbox.protocol import FrameReader, ProtocolError, encode_frame
+from tritonrl_lib.verify.candidate.timing import speedup_stats, summarize
+from tritonrl_lib.verify.candidate.variations import larger_plan, size_constants, tiny_plans
 from tritonrl_lib.verify.verdict import Verdict
 
 CASES = Path(__file__).parent / "verifier_cases"
@@ -246,8 +246,8 @@ def test_same_bits_is_nan_aware_and_strict():
 def test_op_census_reports_compute_ops_and_host_data_to_the_guard():
     out = _run_python("""
         import json, torch
-        from tritonrl_lib.verify import guard, runtime_checks
-        from tritonrl_lib.verify.runtime_checks import OpCensus
+        from tritonrl_lib.verify.candidate import guard, runtime_checks
+        from tritonrl_lib.verify.candidate.runtime_checks import OpCensus
         g = guard.Guard("nowhere.py", trusted_files=[runtime_checks.__file__], enforce=False)
         g.install()
         runtime_checks.host_read_hooks()
@@ -277,7 +277,7 @@ def test_the_census_cannot_be_paused_or_fed_by_the_candidate(tmp_path):
     # the guard counts only what the verifier's own files report; a pause must come from its own wrappers
     out = _run_python("""
         import json, sys
-        from tritonrl_lib.verify import guard, runtime_checks
+        from tritonrl_lib.verify.candidate import guard, runtime_checks
         g = guard.Guard("nowhere.py", trusted_files=[runtime_checks.__file__], enforce=False)
         g.install()
         g.begin()
@@ -309,13 +309,13 @@ def _run_python(code: str, env: dict | None = None) -> str:
 def test_host_allocator_perturbation_wipes_stale_results():
     # Without it, torch.empty can hand back a block holding a freed result; with it, never: in a
     # process started as the pool starts its CPU workers (no malloc tcache, whose blocks skip it)
-    from tritonrl_lib.verify.runtime_checks import without_malloc_tcache
+    from tritonrl_lib.verify.candidate.runtime_checks import without_malloc_tcache
 
     env = without_malloc_tcache({"GLIBC_TUNABLES": "glibc.malloc.check=0"})
     assert env["GLIBC_TUNABLES"] == "glibc.malloc.check=0:glibc.malloc.tcache_count=0"
     out = _run_python("""
         import torch
-        from tritonrl_lib.verify.runtime_checks import perturb_host_allocator
+        from tritonrl_lib.verify.candidate.runtime_checks import perturb_host_allocator
         assert perturb_host_allocator()
         for shape in [(2, 32), (16, 256), (300, 300), (1, 8), (4, 16), (2, 32)]:
             r = torch.relu(torch.randn(shape)); del r
@@ -332,9 +332,9 @@ def test_launch_tracker_counts_interpreted_launches_and_their_origin(tmp_path):
     path.write_text(kernel)
     out = _run_python(f"""
         import json, torch
-        from tritonrl_lib.verify import guard, runtime_checks
-        from tritonrl_lib.verify.runtime_checks import LaunchTracker, OpCensus
-        from tritonrl_lib.verify.variations import load_module_file
+        from tritonrl_lib.verify.candidate import guard, runtime_checks
+        from tritonrl_lib.verify.candidate.runtime_checks import LaunchTracker, OpCensus
+        from tritonrl_lib.verify.candidate.variations import load_module_file
         g = guard.Guard({str(path)!r}, trusted_files=[runtime_checks.__file__], enforce=False)
         g.install()
         census = OpCensus()
@@ -368,8 +368,8 @@ def test_proc_table_sees_this_process():
 def _judge(**settings_over):
     import dataclasses
 
-    from tritonrl_lib.config import VerifyConfig
-    from tritonrl_lib.verify.judge import Judge
+    from tritonrl_lib.core.config import VerifyConfig
+    from tritonrl_lib.verify.worker.judge import Judge
     from tritonrl_lib.verify.settings import JobSettings
 
     settings = dataclasses.replace(JobSettings.for_device(VerifyConfig(), "cuda"), **settings_over)
@@ -377,7 +377,7 @@ def _judge(**settings_over):
 
 
 def _send(judge, header: dict, tensors=()):
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     metas, blobs = encode_outputs(list(tensors))
     if tensors:
@@ -392,7 +392,7 @@ def _cand(name: str, out, **facts):
 
 
 def _outcome(status: int | None = 0, leftover: int = 0, kill: str | None = None):
-    from tritonrl_lib.verify.sandbox import SandboxOutcome
+    from tritonrl_lib.verify.sandbox.run import SandboxOutcome
 
     return SandboxOutcome(exit_status=status, kill_reason=kill, leftover_processes=leftover, log_tail="",
                           peak_rss_mb=0.0)
@@ -535,8 +535,8 @@ def test_judge_takes_output_magnitudes_from_the_reference_phase():
 
 def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
     # rtol x inf makes the tolerance infinite: without care 0, 1e30 or -inf would all "match" +inf
-    from tritonrl_lib.verify.compare import compare
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.worker.compare import compare
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     ref = torch.tensor([1.0, float("inf"), -2.0, float("-inf")])
     (rm,), (rb,) = encode_outputs([ref])
@@ -554,8 +554,8 @@ def test_compare_an_infinite_reference_is_matched_only_by_the_same_infinity():
 def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
     """The comparison and the output digest are split over threads for large outputs; the verdict
     must not depend on how many (NaN, inf held or not, a far value, in different chunks)."""
-    import tritonrl_lib.verify.compare as compare_module
-    from tritonrl_lib.verify.encoding import encode_outputs
+    import tritonrl_lib.verify.worker.compare as compare_module
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     monkeypatch.setattr(compare_module, "_CHUNK", 1000)  # many chunks from a small tensor
     torch.manual_seed(0)
@@ -583,7 +583,7 @@ def test_compare_gives_the_same_answer_on_one_thread_and_several(monkeypatch):
 
 
 def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
-    import tritonrl_lib.verify.compare as compare_module
+    import tritonrl_lib.verify.worker.compare as compare_module
 
     big = bytearray(torch.randn(300_001).numpy().tobytes())  # past the 64 KiB looked at first, not a multiple of 8
     for where in (0, 70_000, len(big) - 1):  # one byte apart: first, middle, last
@@ -597,7 +597,7 @@ def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
 
 def _send_ref(j, name: str, ref, alt=None):
     """A full-stage reference output for input set `name`, with its float32-accumulated twin if given."""
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     metas, blobs = encode_outputs([ref])
     header = {"type": "ref", "name": name, "stage": "full", "inputs": "x", "outputs": metas}
@@ -707,8 +707,8 @@ def test_timed_outputs_are_kept_as_returned_when_the_kernel_reuses_its_output_bu
     import time as _time
     import types
 
-    from tritonrl_lib.verify.candidate_phase import kept_as_returned
-    from tritonrl_lib.verify.timing import time_pair
+    from tritonrl_lib.verify.candidate.candidate_phase import kept_as_returned
+    from tritonrl_lib.verify.candidate.timing import time_pair
 
     picks = itertools.count()
     clock = types.SimpleNamespace(  # time_pair's primitives, on the CPU
@@ -765,7 +765,7 @@ def test_one_output_right_for_two_input_sets_is_not_a_cached_answer():
 
 
 def test_timing_refills_only_a_set_of_the_same_layout_and_plain_values():
-    from tritonrl_lib.verify.candidate_phase import same_layout
+    from tritonrl_lib.verify.candidate.candidate_phase import same_layout
 
     x, w = torch.randn(4, 8), torch.randn(8)
     assert same_layout([x, w, 3], [torch.randn(4, 8), torch.randn(8), 3], values_too=True)
@@ -779,7 +779,7 @@ def test_timing_refills_only_a_set_of_the_same_layout_and_plain_values():
 
 
 def test_judge_refuses_a_malformed_alternative_reference():
-    from tritonrl_lib.verify.encoding import encode_outputs
+    from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     j = _judge()
     metas, blobs = encode_outputs([torch.ones(8, dtype=torch.bfloat16)])
@@ -791,8 +791,8 @@ def test_judge_refuses_a_malformed_alternative_reference():
 
 
 def test_float32_reference_widens_the_half_model_and_rounds_back():
-    from tritonrl_lib.verify.child_context import Child
-    from tritonrl_lib.verify.reference_phase import ReferencePhase
+    from tritonrl_lib.verify.candidate.context import Child
+    from tritonrl_lib.verify.candidate.reference_phase import ReferencePhase
 
     class Scan(torch.nn.Module):
         def __init__(self):

@@ -7,7 +7,10 @@ import re
 import sys
 from typing import Callable
 
-from .config import ConfigError, _leaf_paths, load_config, parse_cli_overrides
+from .core.config import ConfigError, _leaf_paths, load_config, parse_cli_overrides
+from .core.settings_doc import DESCRIPTIONS
+from .model.load import ModelLoadError
+from .run.pipeline import NotebookFailed, run_pipeline
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -20,8 +23,6 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .pipeline import NotebookFailed, run_pipeline
-
     overrides = parse_cli_overrides(args.param)
     only = [s for s in (args.only or "").split(",") if s]
     try:
@@ -45,8 +46,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     cfg = load_config(args.params, cli=args.param)
     if args.list:
-        from .settings_doc import DESCRIPTIONS
-
         flat = cfg.flat()
         for name, path in _leaf_paths().items():
             print(f"{'.'.join(path):34s} {flat[name]!r:12s}  {DESCRIPTIONS.get(name, '')}")
@@ -83,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _plugin_registrars() -> list[Callable]:
     """Subcommands that live beside the code they drive (verify, eval, ...)."""
     out = []
-    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval_command", "tritonrl_lib.baselines_command",
-                   "tritonrl_lib.standin"):
+    for module in ("tritonrl_lib.verify.command", "tritonrl_lib.eval.command", "tritonrl_lib.eval.baselines_command",
+                   "tritonrl_lib.model.standin"):
         try:
             mod = __import__(module, fromlist=["add_parser"])
         except ModuleNotFoundError as e:
@@ -98,7 +97,6 @@ def _plugin_registrars() -> list[Callable]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .models import ModelLoadError
 
     try:
         return args.func(args)

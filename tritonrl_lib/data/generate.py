@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..prompts import format_completion, sft_record
+from ..model import prompts
+from ..model.prompts import format_completion, sft_record
 from ..tasks.families import category_of
 from ..tasks.task import Task
 from .records import SFTExample
@@ -34,7 +35,6 @@ def generator_version() -> str:
         h.update(f.name.encode())
         h.update(f.read_bytes())
     h.update(Path(__file__).with_name("generate.py").read_bytes())
-    from .. import prompts
 
     h.update(Path(prompts.__file__).read_bytes())
     return h.hexdigest()[:12]
@@ -146,7 +146,7 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
     limit = max_candidates if max_candidates is not None else 2 * n + 50
     own_pool = pool is None
     if own_pool:
-        from ..verify import VerifierPool
+        from ..verify import VerifierPool  # imports torch: only when this call starts its own pool
 
         pool = VerifierPool(verify_config, cache=cache, progress=False)
     bar = None

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 # the data stage's files are read and written like every other file of a run (one damage policy)
-from ..jsonio import read_json, read_jsonl, write_json, write_jsonl  # noqa: F401  (re-exported)
+from ..core.jsonio import read_json, read_jsonl, write_json, write_jsonl  # noqa: F401  (re-exported)
 
 
 @dataclass

@@ -17,7 +17,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import RunConfig, RunPaths
+from ..core.config import RunConfig
+from ..core.paths import RunPaths
+from ..tasks import load_tasks
 from ..tasks.task import Task
 from .difficulty import difficulty_counts, label_difficulty, label_tasks
 from .generate import GenerationStats, generate_sft_examples, generator_version, to_sft_example, verify_tasks
@@ -134,8 +136,6 @@ def kernelbook_examples(load: KernelBookLoad, split: Split, pool, verify: bool) 
 def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress: bool = True,
                pool=None) -> DataResult:
     """Run the data stage for `cfg`, writing the run's data files (see the module docstring)."""
-    from ..tasks import load_tasks
-
     messages: list[str] = []
     start = time.perf_counter()
     tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
@@ -165,7 +165,7 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
 
     own_pool = pool is None
     if own_pool and (cfg.data.n_sft_examples > 0 or (kb is not None and kb_verify)):
-        from ..verify import VerifierPool
+        from ..verify import VerifierPool  # imports torch: only when this call starts its own pool
 
         pool = VerifierPool(data_verify_config(cfg), cache=True, progress=False, device=cfg.data.data_verify_device,
                             workers=data_pool_workers(cfg))

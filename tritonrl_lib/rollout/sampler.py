@@ -11,6 +11,7 @@ import logging
 import time
 from typing import Iterable, Sequence
 
+from ..model.prompts import format_prompt
 from .hf_generate import generate_hf, model_device
 from .lean import LeanDecoder, UnsupportedModel
 from .lean_check import lean_agrees
@@ -128,6 +129,4 @@ def rollout(model, tokenizer, prompts: Sequence[str] | Sequence[Sequence[int]], 
 
 def task_prompts(tokenizer, tasks: Iterable) -> list[str]:
     """The chat-formatted prompt of each task (prompts.format_prompt): what RL and eval ask."""
-    from ..prompts import format_prompt
-
     return [format_prompt(tokenizer, t) for t in tasks]

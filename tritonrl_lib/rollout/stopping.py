@@ -8,7 +8,7 @@ Only backtick fences stop a completion; extraction also reads `~~~` blocks.
 
 from __future__ import annotations
 
-from ..fences import closing_fence, opening_fence
+from ..core.fences import closing_fence, opening_fence
 
 
 class FenceStop:

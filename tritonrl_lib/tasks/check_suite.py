@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ..core.env import env_set
+from .builtin_suite import load_builtin
 from .kb_format import init_constant_names, module_constants, rewrite_constants
 from .task import Task
 
@@ -91,8 +96,6 @@ class _LaunchRecorder:
         self.execute = execute
 
     def __enter__(self) -> "_LaunchRecorder":
-        import inspect
-
         from triton.runtime.interpreter import InterpretedFunction
 
         self._cls, self._orig = InterpretedFunction, InterpretedFunction.run
@@ -219,8 +222,6 @@ def dry_launches(task: Task, dtype: str = "float32", workdir: Path | None = None
     """
     import torch
 
-    from ..verify.compile_check import env_set
-
     own_dir = tempfile.TemporaryDirectory() if workdir is None else None
     wd = Path(own_dir.name) if own_dir else workdir
     try:
@@ -279,9 +280,6 @@ def compile_launches(jobs: list[tuple[str, str, list[Launch]]], *, sm: int = 90)
     interpreter patches triton.language in any process that used it, so compiling there would
     fail spuriously.
     """
-    import json
-    import subprocess
-
     payload = [{"task_id": tid, "source": src,
                 "launches": [[ln.kernel, ln.signature, ln.constexprs, ln.options] for ln in dict.fromkeys(launches)]}
                for tid, src, launches in jobs]
@@ -300,8 +298,6 @@ def compile_launches(jobs: list[tuple[str, str, list[Launch]]], *, sm: int = 90)
 
 
 def _compile_job_file(job_path: str, result_path: str) -> None:
-    import json
-
     data = json.loads(Path(job_path).read_text())
     jobs = [(j["task_id"], j["source"],
              [Launch(k, tuple(map(tuple, sig)), tuple(map(tuple, consts)), tuple(map(tuple, opts)))
@@ -393,7 +389,6 @@ def main(argv: list[str] | None = None) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"  # must be set before any @triton.jit function is created
-    from .builtin_suite import load_builtin
 
     levels = [int(x) for x in args.levels.split(",") if x] or None
     tasks = load_builtin(args.size, levels=levels)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import atexit
 import threading
 
-from ..config import RunConfig, VerifyConfig
+from ..core.config import RunConfig, VerifyConfig
 from ..tasks.task import Task
 from .pool import VerifierPool, as_verify_config
 from .verdict import Verdict

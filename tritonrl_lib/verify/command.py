@@ -12,6 +12,10 @@ import re
 import sys
 from pathlib import Path
 
+from ..core.config import ConfigError, RunConfig, apply_overrides, load_config, parse_cli_overrides, validate
+from ..tasks.kb_format import check_kb_source
+from ..tasks.task import Task
+
 EXIT_CORRECT, EXIT_INCORRECT, EXIT_BAD_INPUT = 0, 1, 2
 
 
@@ -50,10 +54,6 @@ def infer_level(path: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import ConfigError, RunConfig, apply_overrides, load_config, parse_cli_overrides, validate
-    from ..tasks.kb_format import check_kb_source
-    from ..tasks.task import Task
-
     task_path, sol_path = Path(args.task_file), Path(args.solution_file)
     for label, path in (("task file", task_path), ("solution file", sol_path)):
         if not path.is_file():
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     level = args.level if args.level is not None else infer_level(task_path)
     task = Task(id=str(task_path), level=level, name=task_path.stem, source=source, origin="file")
 
-    from .pool import VerifierError, VerifierPool
+    from .pool import VerifierError, VerifierPool  # imports torch: registering the command must stay cheap
 
     try:
         with VerifierPool(cfg.verify, workers=1, device=args.device, progress=False) as pool:

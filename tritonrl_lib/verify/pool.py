@@ -5,7 +5,7 @@
 
 Extraction and the static (AST) check run here, in the caller's process: they execute nothing and
 reject most bad candidates for the price of a parse. The rest go to workers
-(`python -m tritonrl_lib.verify.worker`): one per visible GPU, or `workers` on the CPU (0 =
+(`python -m tritonrl_lib.verify.worker.main`): one per visible GPU, or `workers` on the CPU (0 =
 min(4, cores)), where kernels run under Triton's interpreter. Each worker forks a fresh child per
 candidate; if a worker itself dies, its job gets a `worker_lost` verdict, whatever the child left
 is killed, and a new worker takes its place.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -30,18 +31,21 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from ..config import RunConfig, VerifyConfig, gpu_available
+from . import reasons as R
+from ..core.config import RunConfig, VerifyConfig, gpu_available
 from ..tasks.task import Task
 from .cache import VerdictCache
-from . import reasons as R
-from . import shared_blobs
-from .gpu_lock import lock_path
-from .limits import host_memory_bytes, memory_share_bytes
-from .reference_cache import PoolStore, cache_key, recv_fds, send_record
+from .candidate.runtime_checks import without_malloc_tcache
+from .extract import extract_code
+from .policy import resolve_policy
+from .sandbox import shared_blobs
+from .sandbox.gpu_lock import lock_path
+from .sandbox.limits import host_memory_bytes, memory_share_bytes
+from .sandbox.processes import kill_tree
 from .settings import JobSettings
-from .processes import kill_tree
-from .runtime_checks import without_malloc_tcache
+from .static import static_check
 from .verdict import Verdict
+from .worker.reference_cache import PoolStore, cache_key, recv_fds, send_record
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
 RESULT_GRACE_S = 60.0  # beyond the candidate timeout, before a silent worker is declared lost
@@ -137,8 +141,6 @@ def _pool_store(max_mb: int) -> PoolStore | None:
     if max_mb <= 0 or not shared_blobs.supported():
         return None
     try:
-        import resource
-
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
         if soft != resource.RLIM_INFINITY and soft < want:
@@ -327,10 +329,6 @@ class VerifierPool:
 
     def _prepare(self, task: Task, completion: str, cfg: VerifyConfig,
                  static: bool) -> tuple[Verdict | None, dict[str, Any] | None]:
-        from ..extract import extract_code
-        from .policy import resolve_policy
-        from .static import static_check
-
         start = time.monotonic()
         ex = extract_code(completion or "")
         if ex.code is None:
@@ -543,7 +541,7 @@ class VerifierPool:
         env = self.worker_env(slot)
         fd = child_sock.fileno()
         proc = subprocess.Popen(
-            [self.python, "-m", "tritonrl_lib.verify.worker", "--fd", str(fd), "--device", self.device],
+            [self.python, "-m", "tritonrl_lib.verify.worker.main", "--fd", str(fd), "--device", self.device],
             pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
         )
         child_sock.close()

@@ -32,7 +32,7 @@ class Reason:
     stages: tuple[str, ...]  # funnel stages a verdict with it did not get through (() for ok)
     meaning: str  # one line, for people
     cacheable: bool  # a verdict with it may be kept in the verdict cache (cache.py)
-    made_by: tuple[str, ...]  # the modules that give it (of verify/; "static" is the package, "extract" ../extract.py)
+    made_by: tuple[str, ...]  # the modules that give it (paths under verify/ without .py; "static" is the package)
     suffix: str = ""  # for a family: what follows the colon, as docs write it ("<input set>")
     uncached_suffixes: frozenset[str] = frozenset()  # members of a cacheable family that are not
     side: str = "candidate"  # whose doing: "candidate", "verifier" (its own limits or failures: a bug or a
@@ -59,9 +59,9 @@ def _reason(name: str, stages: tuple[str, ...], meaning: str, made_by: str, cach
 
 # --------------------------------------------------------------------------- passed
 
-OK = _reason("ok", (), "passed every stage it ran (timing too, on a GPU)", "judge")
+OK = _reason("ok", (), "passed every stage it ran (timing too, on a GPU)", "worker/judge")
 
-# --------------------------------------------------------------------------- extraction (tritonrl_lib/extract.py)
+# --------------------------------------------------------------------------- extraction (tritonrl_lib/verify/extract.py)
 
 EMPTY_COMPLETION = _reason("empty_completion", _AT_EXTRACT, "the completion is empty, or only whitespace and "
                            "template tokens", "extract")
@@ -91,76 +91,76 @@ STATIC_CHECKS = {  # static:<what>, and what the static check found
 STATIC = _reason("static", _AT_STATIC, "the static check refused the module (STATIC_CHECKS says what each "
                  "<what> means)", "static", suffix="<what>")
 
-# --------------------------------------------------------------------------- the candidate's process (child_context.py)
+# --------------------------------------------------------------------------- the candidate's process (candidate/context.py)
 
 COMPILE_ERROR = _reason("compile_error", _AT_COMPILE, "the module does not import, ModelNew cannot be built, or "
-                        "Triton rejects a kernel or launch (at any stage: compile_errors.py)",
-                        "child_context candidate_phase judge")
+                        "Triton rejects a kernel or launch (at any stage: compilation/errors.py)",
+                        "candidate/context candidate/candidate_phase worker/judge")
 RUNTIME_ERROR = _reason("runtime_error", _AT_OUTPUTS, "forward raised (or the candidate's process sent an "
-                        "error it may not give)", "child_context judge")
-EXIT_CALLED = _reason("exit_called", _AT_RUN, "the candidate raised SystemExit", "child_context")
+                        "error it may not give)", "candidate/context worker/judge")
+EXIT_CALLED = _reason("exit_called", _AT_RUN, "the candidate raised SystemExit", "candidate/context")
 OUT_OF_MEMORY = _reason("out_of_memory", _AT_RUN, "MemoryError or CUDA out of memory in the candidate's process",
-                        "child_context", cacheable=False)
+                        "candidate/context", cacheable=False)
 CUDA_ERROR = _reason("cuda_error", _AT_RUN, "a CUDA error: illegal memory access, device-side assert, ...",
-                     "child_context")
+                     "candidate/context")
 # what the candidate's process may report of its own failures; anything else it sends is runtime_error
 CHILD_REASONS = frozenset({COMPILE_ERROR, RUNTIME_ERROR, EXIT_CALLED, OUT_OF_MEMORY, CUDA_ERROR})
 
 # --------------------------------------------------------------------------- outputs (compare.py, judge.py)
 
 WRONG_OUTPUT_TYPE = _reason("wrong_output_type", _AT_OUTPUTS, "forward returned something other than a tensor",
-                            "compare")
+                            "worker/compare")
 DEVICE_MISMATCH = _reason("device_mismatch", _AT_OUTPUTS, "an output on another device than the reference's",
-                          "compare")
-DTYPE_MISMATCH = _reason("dtype_mismatch", _AT_OUTPUTS, "an output of another dtype than the reference's", "compare")
+                          "worker/compare")
+DTYPE_MISMATCH = _reason("dtype_mismatch", _AT_OUTPUTS, "an output of another dtype than the reference's", "worker/compare")
 SHAPE_MISMATCH = _reason("shape_mismatch", _AT_OUTPUTS, "an output of another shape than the reference's, or "
-                         "another number of outputs", "compare judge")
-NAN_OUTPUT = _reason("nan_output", _AT_OUTPUTS, "NaN where the reference is finite", "compare")
+                         "another number of outputs", "worker/compare worker/judge")
+NAN_OUTPUT = _reason("nan_output", _AT_OUTPUTS, "NaN where the reference is finite", "worker/compare")
 MISMATCH = _reason("mismatch", _AT_OUTPUTS, "values beyond the tolerances on that input set (an output's own "
-                   "reason in Verdict.errors is the bare name)", "compare judge", suffix="<input set>")
-CHEAT = _reason("cheat", _AT_OUTPUTS, "a runtime check found a cheat (RUNTIME_FLAGS); reward 0", "judge",
+                   "reason in Verdict.errors is the bare name)", "worker/compare worker/judge", suffix="<input set>")
+CHEAT = _reason("cheat", _AT_OUTPUTS, "a runtime check found a cheat (RUNTIME_FLAGS); reward 0", "worker/judge",
                 suffix="<flag>")
 
 # --------------------------------------------------------------------------- the sandbox and the worker
 
 REFERENCE_ERROR = _reason("reference_error", _AT_COMPILE, "the task's reference failed or gave no outputs for the "
-                          "original inputs: the candidate never ran", "judge", side="task")
+                          "original inputs: the candidate never ran", "worker/judge", side="task")
 REFERENCE_RANDOM = _reason("reference_random", _AT_COMPILE, "the task's reference gives other outputs for the same "
                            "inputs on every run, even in eval mode (random ops in forward): nothing to compare against",
-                           "judge", side="task")
+                           "worker/judge", side="task")
 TASK_TOO_LARGE = _reason("task_too_large", _AT_COMPILE, "the task's own inputs, outputs and reference need more GPU "
-                         "or host memory than this machine has (said up front, with the sizes)", "job",
+                         "or host memory than this machine has (said up front, with the sizes)", "worker/job",
                          cacheable=False, side="task")
 REFERENCE_TIMEOUT = _reason("reference_timeout", _AT_COMPILE, "the reference phase (drawing inputs, running the "
                             "reference on every input set) did not finish within its own budget",
-                            "sandbox", cacheable=False, side="verifier")
+                            "sandbox/run", cacheable=False, side="verifier")
 SETUP_TIMEOUT = _reason("setup_timeout", _AT_COMPILE, "the candidate's process did not get set up (CUDA context) "
-                        "within its own budget: the machine's, not the candidate's", "sandbox", cacheable=False,
+                        "within its own budget: the machine's, not the candidate's", "sandbox/run", cacheable=False,
                         side="verifier")
 PROTOCOL_ERROR = _reason("protocol_error", _AT_RUN, "the candidate's process broke the protocol: a malformed or "
                          "oversized message, out of order, or it ended without passing every stage",
-                         "judge sandbox")
+                         "worker/judge sandbox/run")
 INTERNAL_ERROR = _reason("internal_error", _AT_RUN, "the verifier's own code failed (harness, worker, or no "
                          "verdict came back); the error names the exception, its message and where",
-                         "judge worker pool job", cacheable=False, side="verifier")
+                         "worker/judge worker/main pool worker/job", cacheable=False, side="verifier")
 TIMEOUT = _reason("timeout", _AT_RUN, "the candidate's own work (CPU time after the reference phase) passed "
                   "verify.timeout_s, or it sat idle past the wall-clock backstop",
-                  "sandbox", cacheable=False)
+                  "sandbox/run", cacheable=False)
 MEMORY_LIMIT = _reason("memory_limit", _AT_RUN, "the candidate's processes together held more resident memory "
-                       "than verify.memory_limit_mb", "sandbox", cacheable=False)
+                       "than verify.memory_limit_mb", "sandbox/run", cacheable=False)
 FORK_FLOOD = _reason("fork_flood", _AT_RUN, "more live processes than the limit, or processes left after the "
-                     "candidate's process exited (also a cheat flag)", "sandbox judge")
-POOL_GONE = _reason("pool_gone", _AT_RUN, "the pool closed its connection while the candidate ran", "sandbox",
+                     "candidate's process exited (also a cheat flag)", "sandbox/run worker/judge")
+POOL_GONE = _reason("pool_gone", _AT_RUN, "the pool closed its connection while the candidate ran", "sandbox/run",
                     cacheable=False, side="verifier")
 PROCESS_EXIT = _reason("process_exit", _AT_RUN, "the candidate's process exited (or vanished) without a result",
-                       "judge")
+                       "worker/judge")
 CRASH_SIGNAL = _reason("crash_signal", _AT_RUN, "the candidate's process was killed by a signal (SIGKILL is "
-                       "often the machine's: not cached)", "judge", suffix="<SIG>",
+                       "often the machine's: not cached)", "worker/judge", suffix="<SIG>",
                        uncached_suffixes=frozenset({"SIGKILL"}))
 WORKER_LOST = _reason("worker_lost", _AT_RUN, "the worker died or went silent; it was replaced", "pool",
                       cacheable=False, side="verifier")
 TIMING_FAILED = _reason("timing_failed", _AT_TIMING, "correct, but timing failed for <reason>: no speed number",
-                        "judge", cacheable=False, suffix="<reason>")
+                        "worker/judge", cacheable=False, suffix="<reason>")
 
 # --------------------------------------------------------------------------- the families' members
 

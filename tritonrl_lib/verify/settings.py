@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
-    from ..config import VerifyConfig
+    from ..core.config import VerifyConfig
 
-COMPILE_CHECK_MODES = ("auto", "frontend", "full", "off")  # verify.compile_check (compile_check.py)
+COMPILE_CHECK_MODES = ("auto", "frontend", "full", "off")  # verify.compile_check (compilation/check.py)
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class JobSettings:
         elif cfg.timing == "off":
             note = "timing skipped: verify.timing=off"
         own = {"timing_enabled": timing and device == "cuda", "timing_note": note,
-               # CPU: compile every launch for CUDA too (compile_check.py); a GPU compiles them for real
+               # CPU: compile every launch for CUDA too (compilation/check.py); a GPU compiles them for real
                "compile_check": resolve_compile_check(cfg.compile_check, device)}
         return cls(**{f.name: own[f.name] if f.name in own else getattr(cfg, f.name)
                       for f in dataclasses.fields(cls)})

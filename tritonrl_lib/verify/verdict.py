@@ -50,3 +50,12 @@ class Verdict:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Verdict":
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+def clip_error(text: str, limit: int) -> str:
+    """A long error kept as its first line (where it happened: "runtime_error on the original inputs")
+    and its end (the exception itself: the last lines of a traceback), not its middle."""
+    if len(text) <= limit:
+        return text
+    head = text.split("\n", 1)[0][: limit // 4]
+    return f"{head}\n...\n{text[-(limit - len(head) - 5):]}"

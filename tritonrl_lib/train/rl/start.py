@@ -1,0 +1,80 @@
+"""What an RL run starts from: the SFT adapter (02_sft) and the training tasks (the run's split
+from 01_data, or the tasks `rl_tasks` names). A missing one is an `RLStartError` naming the stage
+to run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ...core.config import ConfigError, RunConfig
+from ...core.paths import RunPaths
+from ...data.split import SplitUnavailable, is_heldout, load_run_split
+from ...model import load as models
+from ...tasks import load_tasks
+from ...tasks.task import Task
+
+
+class RLStartError(FileNotFoundError):
+    """RL cannot start (no SFT adapter, no training tasks); the message names the stage to run."""
+
+
+def start_adapter(paths: RunPaths) -> Path:
+    """The SFT adapter RL continues from; a clear error naming 02_sft when it is missing."""
+    sft = paths.sft_checkpoint
+    if not models.checkpoint_complete(sft):
+        raise RLStartError(f"no finished SFT adapter at {sft}: RL starts from it. Run the SFT stage first "
+                           "(notebooks/02_sft.ipynb, or `tritonrl run --only 02_sft` with the same profile and run)")
+    return sft
+
+
+def heldout_filter(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
+    """The tasks NOT held out for evaluation by the run's split (data/split.py: by op family)."""
+    try:
+        split = load_run_split(paths.split)
+    except SplitUnavailable as e:
+        raise RLStartError(f"rl_tasks=train needs the held-out split: {e}; or choose rl_tasks=all / level1 / "
+                           "level2 / a list of task ids") from None
+    return [t for t in tasks if not is_heldout(split, t)]
+
+
+def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequence[Task] | None = None) -> list[Task]:
+    """The RL training tasks chosen by cfg.rl.rl_tasks:
+
+    train   every task of cfg.data.task_source not held out by the run's split (the default)
+    all     every task          level1 / level2   tasks of that level (level2 includes harder levels)
+    a,b,c   these task ids
+    """
+    paths = paths or cfg.paths
+    if tasks is None:
+        tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
+    tasks = list(tasks)
+    sel = cfg.rl.rl_tasks.strip()
+    if sel == "train":
+        chosen = heldout_filter(paths, tasks)
+    elif sel == "all":
+        chosen = tasks
+    elif sel == "level1":
+        chosen = [t for t in tasks if t.level == 1]
+    elif sel == "level2":
+        chosen = [t for t in tasks if t.level >= 2]
+    else:
+        wanted = [s.strip() for s in sel.split(",") if s.strip()]
+        by_id = {t.id: t for t in tasks}
+        missing = [w for w in wanted if w not in by_id]
+        if missing:
+            raise ConfigError(f"rl_tasks names unknown task ids: {', '.join(missing[:5])}"
+                              f"{' ...' if len(missing) > 5 else ''}; ids look like {tasks[0].id if tasks else '?'} "
+                              "(or use train / all / level1 / level2)")
+        chosen = [by_id[w] for w in wanted]
+    if not chosen:
+        raise RLStartError(f"rl_tasks={sel!r} selects no tasks from {cfg.data.task_source!r}")
+    return chosen
+
+
+def pool_by_level(tasks: Iterable[Task]) -> dict[int, list[Task]]:
+    """The tasks grouped by level: what the curriculum draws from."""
+    out: dict[int, list[Task]] = {}
+    for t in tasks:
+        out.setdefault(int(t.level), []).append(t)
+    return out

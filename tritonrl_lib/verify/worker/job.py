@@ -1,0 +1,244 @@
+"""One job in a worker: a candidate verified in its own process, judged, its reference phase kept.
+
+`run_job` builds the `Judge`, picks the job's process (the oldest spare, else a fresh fork), runs
+it under the job's limits (sandbox/run.py) and returns the verdict as a dict. Around it live the
+worker's singletons, one per worker process: its reference cache (reference_cache.py, shared with
+the other workers of its GPU through the pool: `share_reference` / `adopt_reference`) and its
+builder of Triton's C modules (native_builds.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from typing import Any
+
+from .. import reasons as R
+from ..compilation.check import warm_full_pipeline
+from ..compilation.native_builds import NativeBuilder
+from ..reward import compute_reward
+from ..sandbox.footprint import Footprint, probe
+from ..sandbox.limits import Budget, Limits, gpu_sharers, host_memory_bytes, reference_cache_bytes
+from ..sandbox.run import run_sandboxed
+from ..sandbox.spares import SPARES, prestart_wanted, spares_wanted
+from ..verdict import Verdict
+from .judge import Judge
+from .reference_cache import ReferenceCache, cache_key, recv_fds, send_record
+from .reference_cache import export as export_reference
+
+# the worker's singletons: one per worker process (a forked child has copies it never uses)
+_BUILDERS: dict[str, NativeBuilder] = {}
+_REFERENCES = ReferenceCache(0)
+_FOOTPRINTS: dict[str, Footprint | None] = {}  # task source digest -> its footprint (None: could not measure)
+_GPU_BYTES: list[int | None] = []  # this worker's GPU's memory, once read
+
+
+def task_footprint(source: str) -> Footprint | None:
+    """The task's footprint, measured once per worker (footprint.probe, a throwaway fork)."""
+    key = hashlib.sha256(source.encode()).hexdigest()
+    if key not in _FOOTPRINTS:
+        _FOOTPRINTS[key] = probe(source)
+    return _FOOTPRINTS[key]
+
+
+def gpu_bytes() -> int | None:
+    """The memory of this worker's GPU, read once without touching CUDA in this process (nvidia-smi),
+    or None."""
+    if not _GPU_BYTES:
+        total = None
+        try:
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+            cmd = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+            if visible:
+                cmd += ["-i", visible]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=20).stdout.strip().splitlines()
+            total = int(float(out[0])) << 20 if out else None
+        except (OSError, ValueError, subprocess.SubprocessError):
+            total = None
+        _GPU_BYTES.append(total)
+    return _GPU_BYTES[0]
+
+
+def job_budget(job: dict[str, Any], settings: Any) -> Budget:
+    device = job["device"]
+    fp = task_footprint(job["task_source"])
+    sharers = gpu_sharers() if device == "cuda" else max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
+    return Budget.for_task(fp, settings, device, gpu_bytes() if device == "cuda" else None, host_memory_bytes(),
+                           sharers)
+
+
+def ask_exclusive(conn: Any) -> bool:
+    """Ask the pool for this worker's GPU (or host) to itself and wait until it says so: the pool stops
+    handing out work there and answers once every other job there has ended. False if it cannot."""
+    try:
+        conn.send({"type": "exclusive"})
+        while True:
+            msg = conn.recv()
+            if isinstance(msg, dict) and msg.get("type") == "exclusive_go":
+                return True
+            if isinstance(msg, dict) and msg.get("type") == "reference":
+                adopt_reference(conn, msg)
+                continue
+            if not isinstance(msg, dict) or msg.get("type") == "stop":
+                return False
+    except (EOFError, OSError, ValueError):
+        return False
+
+
+def _reference_cache(max_mb: int) -> ReferenceCache:
+    """The worker's one reference cache, resized to the job's setting, capped at its share of the
+    machine's memory (0 empties and disables it)."""
+    _REFERENCES.max_bytes = reference_cache_bytes(max_mb)
+    if not _REFERENCES.max_bytes:
+        _REFERENCES.clear()
+    return _REFERENCES
+
+
+def share_reference(conn: Any, key: str, entry: Any) -> None:
+    """Hand a new record of this worker's reference cache to the pool, for the other workers of
+    this GPU (reference_cache.PoolStore); a failure only means they run that reference phase too."""
+    exported = export_reference(entry)
+    if exported is None:
+        return
+    desc, fds = exported
+    try:
+        send_record(conn, {"type": "reference", "key": key, "desc": desc}, fds)
+    except (OSError, ValueError):
+        pass
+
+
+def adopt_reference(conn: Any, msg: dict[str, Any]) -> None:
+    """A record from the pool (another worker's, see share_reference) into this worker's cache."""
+    fds = recv_fds(conn, int(msg.get("nfds") or 0))
+    _reference_cache(int(msg.get("max_mb") or 0)).adopt(str(msg.get("key")), msg.get("desc") or {}, fds)
+
+
+def reference_keys() -> list[str]:
+    """The keys this worker's reference cache holds now (the pool's picture of it)."""
+    return list(_REFERENCES.entries)
+
+
+def _builder(base_dir: str) -> NativeBuilder:
+    """One builder per worker (its folder lives and dies with the worker's temp dir)."""
+    if base_dir not in _BUILDERS:
+        _BUILDERS[base_dir] = NativeBuilder(os.path.join(base_dir, "native"))
+    return _BUILDERS[base_dir]
+
+
+def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
+    """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict. `queued`:
+    how many jobs the pool still holds after this one (None: unknown)."""
+    judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
+    s = judge.settings
+    budget = job_budget(job, s)
+    if budget.too_large:
+        return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.TASK_TOO_LARGE,
+                       error=budget.too_large).to_dict()
+    limits = Limits.for_job(s, job["device"], budget)
+    if conn is not None:
+        try:
+            conn.send({"type": "limits", "longest_s": limits.longest_s})
+        except (OSError, ValueError):
+            pass
+    if budget.exclusive and conn is not None and not ask_exclusive(conn):
+        return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
+                       error="the pool did not give this task's GPU to it alone").to_dict()
+    job = {**job, "budget": budget.to_json()}
+    verdict = _run_once(job, base_dir, conn, queued, judge, limits, budget)
+    review = float(s.speedup_review)
+    if verdict.get("correct") and isinstance(verdict.get("speedup"), (int, float)) and verdict["speedup"] > review:
+        verdict = _remeasured(verdict, job, base_dir, conn, queued, limits, budget, review)
+    if budget.note:
+        verdict.setdefault("notes", []).append(f"budgets: {budget.note}")
+    return verdict
+
+
+def _remeasured(first: dict[str, Any], job: dict[str, Any], base_dir: str, conn: Any, queued: int | None,
+                limits: Limits, budget: Budget, review: float) -> dict[str, Any]:
+    """A speedup above the review threshold, measured again in a fresh process before it is paid: the
+    lower of the two counts; if the second run is not correct or has no timing, only correctness is."""
+    again = _run_once(job, base_dir, conn, queued, Judge(job, _builder(base_dir) if job["device"] == "cuda"
+                                                             else None), limits, budget)
+    out = dict(first)
+    notes = list(out.get("notes") or [])
+
+    if again.get("correct") and isinstance(again.get("speedup"), (int, float)):
+        paid = min(first["speedup"], again["speedup"])
+        notes.append(f"speedup above the review threshold ({review:g}x): measured again in a fresh process, "
+                     f"{first['speedup']:.2f}x then {again['speedup']:.2f}x; the lower is paid")
+        out["speedup"] = paid
+        if paid == again["speedup"]:
+            out["timing"], out["ref_time_ms"], out["kernel_time_ms"] = (again.get("timing"), again.get("ref_time_ms"),
+                                                                       again.get("kernel_time_ms"))
+    else:
+        notes.append(f"speedup above the review threshold ({review:g}x) not confirmed: the second run in a "
+                     f"fresh process ended {again.get('reason')}; only correctness is paid")
+        out.update(speedup=None, timing=None, ref_time_ms=None, kernel_time_ms=None, stage="full")
+    out["notes"] = notes
+    out["reward"] = compute_reward(out["stage"], out.get("cheat_flags") or [], out.get("speedup"),
+                                   float(Judge(job).settings.partial_credit))
+    return out
+
+
+def _run_once(job: dict[str, Any], base_dir: str, conn: Any, queued: int | None, judge: Judge, limits: Limits,
+              budget: Budget) -> dict[str, Any]:
+    """One verification of `job` in its own process (see run_job)."""
+    from ..candidate.main import child_main, warm_child  # imports torch: the worker's warm-up imports it first
+
+    workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
+    s = judge.settings
+    refs = _reference_cache(int(s.reference_cache_mb))
+    use_cache = bool(refs.max_bytes) and budget.cacheable_inputs  # a task too big to keep runs its own
+    key = cache_key(job)
+    entry = refs.get(key) if use_cache else None
+    child_job, inherit = job, ()
+    if entry is not None:
+        judge.preload(entry.refs, entry.notes)
+        child_job, inherit = {**job, "reference_cache": entry.child_view()}, tuple(entry.fds)
+    elif use_cache:
+        child_job = {**job, "collect_reference": True}
+
+    def started(pid: int) -> None:
+        judge.mark("launched")
+        if conn is not None:
+            try:
+                conn.send({"type": "started", "child": pid})
+            except (OSError, ValueError):
+                pass
+
+    if s.compile_check == "full":
+        warm_full_pipeline()  # once per worker: children inherit a warm LLVM and ptxas
+    # this candidate runs in the oldest spare started during the last ones (if any); new ones start
+    # once its process is set up
+    spare = SPARES.take()
+    prestart = prestart_wanted(s, job["device"])
+    if not prestart and spare is not None:
+        spare.discard()
+        SPARES.drop()
+        spare = None
+
+    def refill() -> list[tuple[int, int]]:
+        if not prestart:
+            return []
+        started = SPARES.refill(child_main, functools.partial(warm_child, job["device"]),
+                                count=spares_wanted(s, queued))
+        return [x.identity for x in started]
+
+    try:
+        outcome = run_sandboxed(lambda ch: child_main(child_job, ch), judge.on_message, limits, workdir,
+                                watch_fd=conn.fileno() if conn is not None else None, on_start=started,
+                                inherit_fds=inherit, spare=spare, payload=child_job,
+                                apart=tuple(x.identity for x in SPARES.spares), on_running=refill)
+        verdict = judge.finalize(outcome)
+        if entry is None and use_cache:
+            record = judge.reference_record()
+            stored = refs.put(key, record) if record is not None else None
+            if stored is not None and conn is not None:
+                share_reference(conn, key, stored)
+        return verdict
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,580 @@
+"""The trusted side of a verification: turns what a candidate's process sent into a Verdict.
+
+The worker feeds every framed message of the child to a `Judge`. Reference outputs are accepted
+only before `ref_done` (the candidate is imported after it), so the candidate cannot have touched
+them. Candidate outputs are compared with the reference's on raw bytes (compare.py), by the
+standard of standard.py (tolerances by dtype, the absolute one grown with the outputs' magnitude,
+the float32-accumulated reference as a second answer for half outputs). The facts the child measured (Triton
+launches, the aten-op census, inputs unchanged) are judged here against the policy. The
+first failure stops the child at once; a stage gate is answered "go" only when every output of
+that stage was right. A `compile_error` reported from the tiny or full stage (a launch Triton
+rejects, on either device) means the candidate did not pass compile: stage "static", reward 0.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .. import reasons as R
+from ..candidate.heavy_ops import FAMILIES
+from ..candidate.heavy_ops import excess as excess_heavy_ops
+from ..candidate.timing import speedup_stats
+from ..policy import runtime_op_allowed
+from ..reward import compute_reward
+from ..sandbox.run import JUDGED
+from ..settings import JobSettings
+from ..verdict import Verdict, stage_index
+from .compare import BadOutput, decode, same_bytes
+from .standard import OutputStandard
+
+if TYPE_CHECKING:
+    from ..compilation.native_builds import NativeBuilder
+    from ..sandbox.run import SandboxOutcome
+
+MAX_FLAGS_LISTED = 8
+HOST_ELEMENTS = 64  # tensor values forward may read into Python, or build from Python data, per call
+MAX_MARKS = 100  # trace points kept per candidate (TRITONRL_TRACE)
+
+
+class Judge:
+    """One candidate's verdict in the making: `on_message` for each frame of its process (the
+    sandbox acts on the answer: "go", "stop", "final" or a JSON reply), `finalize` once it ended."""
+
+    def __init__(self, job: dict[str, Any], builder: NativeBuilder | None = None):
+        self.job = job
+        self.builder = builder  # the worker's builds of Triton's C modules (native_builds.py)
+        self.build_requests = 0
+        self.settings = JobSettings.from_json(job["settings"])
+        self.policy = job["policy"]
+        self.extra_ops = tuple(job.get("extra_ops") or ())
+        self.started = time.monotonic()
+        self.phases: dict[str, float] = {}
+        self.tracing = bool(os.environ.get("TRITONRL_TRACE"))
+        self.trace: dict[str, float] = {"@job": round(self.started, 4)} if self.tracing else {}
+        self._phase_from = self.started
+        self.worker_s = 0.0  # time spent here on the child's references and outputs
+        self.refs: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, dict[str, Any]] = {}
+        self.cand_outputs: dict[str, list[Any]] = {}  # per input set: the candidate's outputs (sealed)
+        self.ref_done = False
+        self.passed = "static"  # the pool ran extract and static before sending the job
+        self.flags: list[str] = []
+        self.notes: list[str] = []
+        self.failure: tuple[str, str] | None = None  # (reason, error)
+        self.failure_stage: str | None = None
+        self.timing: dict[str, Any] | None = None
+        self.timed_checked = 0  # outputs of timed calls checked (all right)
+        self.done = False
+        # the reference phase as the worker's reference cache keeps it (reference_cache.py)
+        self.preloaded = False
+        self._preloaded_notes = 0
+        self.ref_notes: list[str] = []
+        self.ref_inputs: dict[str, dict[str, Any]] = {}
+        self.ref_models: dict[str, Any] | None = None
+        self.cacheable = True
+
+    def preload(self, refs: dict[str, dict[str, Any]], notes: list[str]) -> None:
+        """Reference outputs (and the notes of their phase) from the worker's cache: the child will
+        not send its own unless it finds the cache does not fit its models (then "ref_reset")."""
+        self.refs = {name: dict(rec) for name, rec in refs.items()}
+        self._preloaded_notes = len(notes)
+        self.notes = list(notes) + self.notes
+        self.preloaded = True
+        self.cacheable = False
+
+    def reference_record(self) -> dict[str, Any] | None:
+        """This candidate's reference phase, for the worker's cache; None unless it completed with
+        every input set's inputs and every model's digest."""
+        if not (self.cacheable and self.ref_done and self.ref_models and self.refs) or \
+                (self.failure is not None and self.failure[0] in (R.REFERENCE_ERROR, R.INTERNAL_ERROR)) or \
+                set(self.ref_inputs) != set(self.refs):
+            return None
+        return {"refs": self.refs, "notes": list(self.ref_notes), "models": self.ref_models,
+                "sets": [{"name": n, "stage": self.refs[n]["stage"], **self.ref_inputs[n]} for n in self.refs]}
+
+    # ---------------------------------------------------------------- messages
+
+    def on_message(self, header: dict[str, Any], blobs: list[bytearray]) -> str | dict[str, str] | None:
+        kind = header.get("type")
+        try:
+            if kind == "build":  # not part of the verdict: Triton in the child wants a C module built
+                if self.builder is None:
+                    return {"error": "this worker does not build modules"}
+                self.build_requests += 1
+                return self.builder.answer(header, self.build_requests - 1)
+            if kind == "mark":
+                if isinstance(header.get("holds"), list):
+                    self._mark_holds(header["holds"])
+                else:
+                    self.mark(str(header.get("label", ""))[:40], header.get("t"), header.get("lock_wait"))
+                return None
+            if kind == "setup_done":  # the sandbox's clocks act on it; nothing for the verdict
+                return None
+            if kind == "internal_error":  # the verifier's own code in the child failed, whenever it did
+                return self._fail(R.INTERNAL_ERROR, str(header.get("error", ""))[-3000:])
+            if kind == "note":
+                if len(self.notes) < 50:
+                    self.notes.append(str(header.get("text", ""))[:300])
+                    if not self.ref_done:
+                        self.ref_notes.append(self.notes[-1])
+                return None
+            if kind == "tampered":  # the channel's own report (protocol.ChildChannel): never the candidate's
+                changed = [str(n)[:80] for n in (header.get("namespaces") or [])[:8]] or ["?"]
+                return self._flag(f"{R.MONKEYPATCH}:{changed[0]}", f"the candidate's process wrote into "
+                                  f"{', '.join(changed)}, whose functions the verifier's own code in that process "
+                                  "runs: its census, checks and messages may have been rewritten")
+            if kind in ("ref_inputs", "ref_models", "ref_uncacheable", "ref_reset"):
+                if self.ref_done:
+                    return self._fail(R.PROTOCOL_ERROR, f"{kind} after the reference was done")
+                return self._reference_cache_message(kind, header, blobs)
+            if kind == "ref":
+                with self._worker_time():
+                    return self._ref(header, blobs)
+            if kind == "ref_error":
+                return self._fail(R.REFERENCE_ERROR,
+                                  "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
+            if kind == "ref_random":
+                return self._fail(R.REFERENCE_RANDOM, str(header.get("error", ""))[-3000:])
+            if kind == "ref_footprint":
+                if self.ref_done:
+                    return self._fail(R.PROTOCOL_ERROR, "ref_footprint after the reference was done")
+                peak = header.get("peak_bytes")
+                if isinstance(peak, int) and 0 <= peak < 1 << 50:
+                    self.phases["reference_peak_gib"] = round(peak / (1 << 30), 3)
+                return None
+            if kind == "ref_done":
+                self._phase("reference")
+                self.ref_done = True
+                if "original" not in self.refs:
+                    return self._fail(R.REFERENCE_ERROR, "no reference outputs for the original inputs")
+                return None
+            if not self.ref_done:
+                return self._fail(R.PROTOCOL_ERROR, f"message {kind!r} before the reference was done")
+            if kind == "stage" and header.get("stage") == "compile" and self.passed == "static":
+                self._phase("compile")
+                self.passed = "compile"
+                return None
+            if kind == "cand":
+                with self._worker_time():
+                    return self._cand(header, blobs)
+            if kind == "cand_skip":
+                return self._cand_skip(header)
+            if kind == "gate":
+                return self._gate(str(header.get("stage")))
+            if kind == "error":
+                return self._child_error(header)
+            if kind == "timed":
+                with self._worker_time():
+                    return self._timed(header, blobs)
+            if kind == "timing":
+                return self._timing(header)
+            if kind == "done":
+                self.done = True
+                self.mark("done")
+                return "final"  # nothing follows: the sandbox ends the process without waiting for its exit
+            return self._fail(R.PROTOCOL_ERROR, f"unexpected message {str(kind)[:40]!r}")
+        except BadOutput as e:
+            return self._fail(R.PROTOCOL_ERROR, str(e))
+
+    def mark(self, label: str, t: Any = None, lock_wait: Any = None) -> None:
+        """A point of this candidate's run on the machine's monotonic clock (`@label`) and the GPU
+        lock wait of its process until then (`%label`): a diagnostic, only with TRITONRL_TRACE set
+        (benchmarks/verifier.py --trace). The child's values are for people, never for the verdict."""
+        if not self.tracing or sum(1 for k in self.trace if k[0] != "|") >= 2 * MAX_MARKS:
+            return
+        self.trace[f"@{label}"] = round(float(t), 4) if isinstance(t, (int, float)) else round(time.monotonic(), 4)
+        if isinstance(lock_wait, (int, float)):
+            self.trace[f"%{label}"] = round(float(lock_wait), 4)
+
+    def _mark_holds(self, holds: list[Any]) -> None:
+        """The child's GPU lock holds (TRITONRL_TRACE): `|s3` / `|s3~` = when its fourth hold, shared
+        ("s") or alone ("a"), began / ended."""
+        if not self.tracing:
+            return
+        for k, h in enumerate(holds[:60]):
+            if isinstance(h, list) and len(h) == 3 and all(isinstance(x, (int, float)) for x in h[1:]):
+                mode = "a" if h[0] == "alone" else "s"
+                self.trace[f"|{mode}{k}"] = round(float(h[1]), 4)
+                self.trace[f"|{mode}{k}~"] = round(float(h[2]), 4)
+
+    def _fail(self, reason: str, error: str, stage: str | None = None) -> str:
+        if self.failure is None:
+            self.failure = (reason, error)
+            self.failure_stage = stage
+        return "stop"
+
+    def _flag(self, flag: str, error: str) -> str:
+        flag = re.sub(r"[^A-Za-z0-9_.:\-]", "_", flag)[:120]  # kernel and op names end up in reasons
+        if flag not in self.flags:
+            self.flags.append(flag)
+        return self._fail(R.cheat(flag), error)
+
+    def _ref(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        if self.ref_done:
+            return self._fail(R.PROTOCOL_ERROR, "reference outputs sent after the candidate was imported")
+        name, stage = str(header.get("name")), header.get("stage")
+        metas = header.get("outputs")
+        if stage not in ("tiny", "full") or not isinstance(metas, list) or name in self.refs:
+            return self._fail(R.INTERNAL_ERROR, f"malformed reference message for {name}")
+        # a half-precision input set may carry a second, equally valid reference: the same model run
+        # in float32 on the same rounded inputs (PyTorch's own half kernels, scans on CUDA among
+        # them, may accumulate in half; a kernel that accumulates in float32 is right, not wrong)
+        alt = header.get("alt_outputs")
+        n_alt = len(alt) if isinstance(alt, list) else 0
+        tensors = [m for m in metas if isinstance(m, dict) and m.get("kind") == "tensor"]
+        if len(tensors) != len(metas) or len(blobs) != len(metas) + n_alt:
+            return self._fail(R.REFERENCE_ERROR, f"the reference's outputs for {name} are not all tensors")
+        if n_alt and (n_alt != len(metas) or any(not isinstance(a, dict) or a.get("kind") != "tensor"
+                                                 or a.get("dtype") != m.get("dtype") or a.get("shape") != m.get("shape")
+                                                 for a, m in zip(alt, metas))):
+            return self._fail(R.INTERNAL_ERROR, f"malformed alternative reference for {name}")
+        for m, b in zip(metas + (alt if n_alt else []), blobs):
+            decode(m, b)  # validates sizes
+        main = blobs[:len(metas)]
+        mags = header.get("magnitudes")  # mean |output| per output, measured in the child (trusted here)
+        if not (isinstance(mags, list) and len(mags) == len(metas) and all(
+                isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m < float("inf") for m in mags)):
+            mags = None
+        self.refs[name] = {"stage": stage, "metas": metas, "blobs": main, "magnitudes": mags,
+                           "alt": blobs[len(metas):] if n_alt else None,
+                           "inputs": str(header.get("inputs", ""))[:300], "heavy_ops": header.get("heavy_ops")}
+        return None
+
+    def _reference_cache_message(self, kind: str, header: dict[str, Any], blobs: list[Any]) -> str | None:
+        if kind == "ref_reset":  # the child found the cached reference does not fit its models
+            if self.preloaded:
+                del self.notes[:self._preloaded_notes]
+                self.refs, self.preloaded = {}, False
+            return None
+        if kind == "ref_uncacheable":
+            self.cacheable = False
+            return None
+        if kind == "ref_models":
+            digests = header.get("digests")
+            if isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values()):
+                tiny = header.get("tiny_overrides")
+                self.ref_models = {"digests": digests, "tiny_overrides": tiny if isinstance(tiny, dict) else None,
+                                   "eval_mode": header.get("eval_mode") is True}
+            return None
+        name, metas = str(header.get("name")), header.get("inputs")
+        specs = header.get("out_specs")
+        if name not in self.refs or name in self.ref_inputs or not isinstance(metas, list) or \
+                not isinstance(specs, list):
+            self.cacheable = False
+            return None
+        tensors = [m for m in metas if isinstance(m, dict) and m.get("kind") == "tensor"]
+        if len(tensors) != len(blobs) or not all(isinstance(m, dict) and m.get("kind") in ("tensor", "value")
+                                                 for m in metas):
+            self.cacheable = False
+            return None
+        try:
+            for m, b in zip(tensors, blobs):
+                decode(m, b)  # sizes agree with dtype and shape
+        except BadOutput:
+            self.cacheable = False
+            return None
+        self.ref_inputs[name] = {"model_key": str(header.get("model_key")), "inputs": metas, "out_specs": specs,
+                                 "blobs": blobs}
+        return None
+
+    def _process_facts(self, header: dict[str, Any], where: str) -> None:
+        """The guard's refusals, callables replaced and global state changed (candidate_phase.guard_facts):
+        each a cheat flag, whatever else the message says."""
+        flags = header.get("guard_flags") or []
+        details = [str(d)[:200] for d in (header.get("guard_details") or [])[:5]]
+        for flag in flags[:MAX_FLAGS_LISTED] if isinstance(flags, list) else []:
+            flag = str(flag)
+            if flag.split(":", 1)[0] in R.GUARD_FLAGS:
+                self._flag(flag, f"the candidate's process tried what only an attack needs ({flag}): "
+                           + "; ".join(details))
+        for key, flag in (("patched", R.MONKEYPATCH), ("global_state", R.GLOBAL_STATE), ("tampered", R.MONKEYPATCH)):
+            changed = header.get(key) or []
+            if isinstance(changed, list) and changed:
+                what = str(changed[0])[:80]
+                if key == "tampered" and not what.startswith("torch.") and " " in what:
+                    flag = R.GLOBAL_STATE
+                self._flag(f"{flag}:{what}", f"{', '.join(map(str, changed[:8]))[:600]} changed by the candidate "
+                           f"(seen at {where}): the verifier's timing and checks rely on them")
+
+    def _timed(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        """An output of a timed call, on the original inputs: held to the original's reference."""
+        which = header.get("set") if header.get("set") in ("original", "seed") else "original"
+        if self.passed != "full" or which not in self.refs:
+            return self._fail(R.PROTOCOL_ERROR, "timed outputs before the full stage passed")
+        ref = self.refs[which]
+        metas = header.get("outputs")
+        if not isinstance(metas, list) or len(metas) != len(ref["metas"]) or len(blobs) != len(metas):
+            return self._flag(R.TIMED_OUTPUT, "a timed call returned other outputs than the same inputs did "
+                              "before timing")
+        standard = self._standard()
+        for i, (cm, cb) in enumerate(zip(metas, blobs)):
+            r = standard.held_to_reference(which, i, cm if isinstance(cm, dict) else {}, cb)
+            if not r["ok"]:
+                return self._flag(R.TIMED_OUTPUT, f"the output of timed call {header.get('trial')} is wrong "
+                                  f"({r.get('detail', r.get('reason'))}) though the same inputs' output was right "
+                                  "before timing: behaviour that changes once timed")
+        self.timed_checked += 1
+        return None
+
+    def _cand(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
+        name = str(header.get("name"))
+        ref = self.refs.get(name)
+        if ref is None or name in self.results or self.passed == "static":
+            return self._fail(R.PROTOCOL_ERROR, f"unexpected candidate outputs for {name[:40]!r}")
+        stage = ref["stage"]
+        entry: dict[str, Any] = {"name": name, "stage": stage, "inputs": ref["inputs"]}
+        self.results[name] = entry
+
+        # facts measured during forward, judged against the policy
+        launches = header.get("launches")
+        foreign = header.get("foreign") or {}
+        ops = header.get("ops") or {}
+        if not isinstance(launches, int) or not isinstance(foreign, dict) or not isinstance(ops, dict):
+            return self._fail(R.PROTOCOL_ERROR, "malformed candidate message")
+        entry["launches"] = launches
+        entry["kernels"] = {str(k)[:80]: v for k, v in list((header.get("kernels") or {}).items())[:20]}
+        for kernel in list(foreign)[:MAX_FLAGS_LISTED]:
+            self._flag(f"{R.FOREIGN_KERNEL}:{str(kernel)[:80]}", f"forward launched Triton kernel {kernel}, which "
+                       "is not defined in the solution's module")
+        if launches <= 0 and not foreign:
+            self._flag(R.NO_TRITON_LAUNCH, f"forward launched no Triton kernel on the {name} inputs")
+
+        forbidden = sorted(str(op) for op in ops if not runtime_op_allowed(self.policy, str(op), self.extra_ops))
+        if self.policy == "fusion":
+            for fam, n, allowed, names in excess_heavy_ops(ops, ref.get("heavy_ops")):
+                self._flag(f"{R.PYTORCH_COMPUTE}:more_{fam}_calls", f"forward made {n} {FAMILIES[fam]} calls "
+                           f"({', '.join(names)[:200]}) on the {name} inputs where the reference makes {allowed}: "
+                           f"the fusion policy keeps the reference's own in PyTorch, not epilogue work written as more")
+        for op in forbidden[:MAX_FLAGS_LISTED]:
+            self._flag(f"{R.PYTORCH_COMPUTE}:{op[:80]}", f"forward ran PyTorch op {op} ({ops[op]}x), which the "
+                       f"{self.policy!r} policy leaves to Triton; ops seen: {', '.join(sorted(map(str, ops)))[:600]}")
+        if header.get("inputs_unchanged") is not True:
+            self._flag(R.INPUT_MUTATED, f"forward changed its inputs in place on the {name} inputs")
+        self._process_facts(header, name)
+        host_read, host_made = header.get("host_read"), header.get("host_made")
+        if isinstance(host_read, int) and host_read > HOST_ELEMENTS:
+            self._flag(R.HOST_COMPUTE, f"forward read {host_read} tensor values into Python on the {name} inputs "
+                       f"(item, tolist, numpy or a copy to the host: more than {HOST_ELEMENTS}): compute on the host")
+        if isinstance(host_made, int) and host_made > HOST_ELEMENTS:
+            self._flag(R.HOST_COMPUTE, f"forward built {host_made} tensor values from Python lists or numpy arrays "
+                       f"on the {name} inputs (more than {HOST_ELEMENTS}): compute on the host")
+        if header.get("census_intact") is False:
+            self._flag(R.CENSUS_BYPASSED, f"forward ran with the op census switched off or paused on the {name} "
+                       "inputs: its PyTorch work was hidden from the policy")
+
+        metas = header.get("outputs")
+        if not isinstance(metas, list):
+            return self._fail(R.PROTOCOL_ERROR, "malformed candidate outputs")
+        n_tensors = sum(1 for m in metas if isinstance(m, dict) and m.get("kind") == "tensor")
+        if n_tensors != len(blobs):
+            return self._fail(R.PROTOCOL_ERROR, "candidate outputs and data do not match")
+        standard = self._standard()
+        cached_from = [other for other, seen in self.cand_outputs.items()
+                       if same_bytes(seen, blobs) and standard.references_differ(other, name)]
+        if cached_from and standard.right_on(name, metas, blobs):
+            # right on this set by its own standard as well: one answer fits both sets' references (a
+            # float32 output on half inputs that are exact in half, an offset-blind output), so not cached
+            cached_from = []
+        self.cand_outputs[name] = blobs
+        if cached_from:
+            self._flag(R.CACHED_OUTPUT, f"forward returned bit-identical outputs for the {name} and {cached_from[0]} "
+                       "inputs, whose reference outputs differ")
+        elif header.get("foreign_memory"):
+            self._flag(R.NOT_PLAIN_OUTPUT, f"forward returned a tensor over memory torch did not allocate (numpy, "
+                       f"a foreign buffer) on the {name} inputs: made outside torch and Triton")
+        if self.flags:
+            entry["ok"] = False
+            return "stop"
+
+        if len(metas) != len(ref["metas"]):
+            entry.update(ok=False, reason=R.SHAPE_MISMATCH)
+            return self._fail(R.SHAPE_MISMATCH, f"{name}: forward returned {len(metas)} outputs, the reference "
+                              f"{len(ref['metas'])}", stage)
+        results = standard.outputs_held(name, metas, blobs, entry)
+        entry["max_abs"] = max((r.get("max_abs", 0.0) for r in results), default=0.0)
+        entry["max_rel"] = max((r.get("max_rel", 0.0) for r in results), default=0.0)
+        entry["shape"] = results[0].get("shape") if len(results) == 1 else [r.get("shape") for r in results]
+        entry["dtype"] = results[0].get("dtype") if len(results) == 1 else [r.get("dtype") for r in results]
+        if any(r.get("matched") for r in results):
+            entry["matched"] = "float32-accumulated reference"  # said in the verdict, for people to see
+        bad = next((r for r in results if not r["ok"]), None)
+        entry["ok"] = bad is None
+        if bad is None:
+            return None
+        reason = bad["reason"]
+        entry["reason"] = reason
+        entry["detail"] = bad["detail"]
+        where = f"{name} inputs ({ref['inputs']})" + (f", output {bad['output']}" if len(results) > 1 else "")
+        if reason == R.MISMATCH:
+            reason = R.mismatch(name)
+        return self._fail(reason, f"{bad['detail']} on the {where}", stage)
+
+    def _cand_skip(self, header: dict[str, Any]) -> str | None:
+        """The candidate raised on a half-precision input set: only the task's own dtype is required,
+        so the set counts as passed, with a note (never for another set, never with a flag)."""
+        name = str(header.get("name"))
+        ref = self.refs.get(name)
+        if ref is None or not name.startswith("dtype:") or name in self.results or self.passed == "static":
+            return self._fail(R.PROTOCOL_ERROR, f"unexpected skip of input set {name[:40]!r}")
+        self._process_facts(header, name)
+        if self.flags:
+            return "stop"
+        self.results[name] = {"name": name, "stage": ref["stage"], "inputs": ref["inputs"], "ok": True,
+                              "skipped": True}
+        first = (str(header.get("error") or "").strip().splitlines() or [""])[-1][:160]
+        self.notes.append(f"variation {name} skipped: forward raised on {name[6:]} inputs ({first}); "
+                          "only the task's own dtype is required")
+        return None
+
+    @contextmanager
+    def _worker_time(self) -> Iterator[None]:
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.worker_s += time.monotonic() - t0
+
+    def _phase(self, name: str) -> None:
+        now = time.monotonic()
+        self.phases[name] = round(now - self._phase_from, 3)
+        self._phase_from = now
+
+    def _standard(self) -> OutputStandard:
+        """What an output is held to (standard.py), over the references received so far."""
+        return OutputStandard(self.refs, self.settings)
+
+    def _gate(self, stage: str) -> str:
+        expected = [n for n, r in self.refs.items() if r["stage"] == stage]
+        if stage not in ("tiny", "full") or not expected:
+            return self._fail(R.PROTOCOL_ERROR, f"gate for unknown stage {stage[:20]!r}")
+        missing = [n for n in expected if not self.results.get(n, {}).get("ok")]
+        if missing or self.failure or self.flags:
+            return self._fail(R.PROTOCOL_ERROR, f"stage {stage} ended without outputs for {', '.join(missing)}")
+        if stage_index(self.passed) != stage_index(stage) - 1:
+            return self._fail(R.PROTOCOL_ERROR, f"stage {stage} out of order")
+        self.passed = stage
+        self._phase(stage)
+        return "go"
+
+    def _child_error(self, header: dict[str, Any]) -> str:
+        self._process_facts(header, str(header.get("variation") or header.get("stage") or "")[:40])
+        if self.flags:
+            return "stop"
+        reason = str(header.get("reason", R.RUNTIME_ERROR))
+        if reason == R.INTERNAL_ERROR and not self.ref_done:
+            pass  # the verifier's own harness, before the candidate was imported: trusted
+        elif reason not in R.CHILD_REASONS:  # the candidate's process may give only these (it is the candidate's)
+            reason = R.RUNTIME_ERROR
+        stage = str(header.get("stage", ""))
+        if reason == R.COMPILE_ERROR and stage in ("tiny", "full"):
+            # a Triton kernel that fails to compile at a launch did not pass "compile", whichever input
+            # set made that launch: one definition on both devices (see compilation/errors.py)
+            self.passed = "static"
+        error = str(header.get("error", ""))[-3000:]
+        variation = header.get("variation")
+        if variation:
+            error = f"on the {str(variation)[:40]} inputs:\n{error}"
+        return self._fail(reason, error, stage)
+
+    def _timing(self, header: dict[str, Any]) -> str | None:
+        if self.passed != "full":
+            return self._fail(R.PROTOCOL_ERROR, "timing before the full stage passed")
+        self._process_facts(header, "timing")
+        if self.flags:
+            return "stop"
+        try:
+            stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []),
+                                  float(self.settings.timing_trim))
+        except (TypeError, ValueError) as e:
+            self.notes.append(f"timing failed: {e}")
+            return None
+        stats["device"] = str(header.get("device_name", ""))[:100]
+        stats["warmup"] = int(self.settings.timing_warmup)
+        wait = header.get("gpu_wait_s")
+        if isinstance(wait, (int, float)) and 0 <= wait < 1e6:
+            stats["gpu_wait_s"] = round(float(wait), 3)  # how long it waited for the GPU to itself
+        self.timing = stats
+        self.passed = "timing"
+        self._phase("timing")
+        return None
+
+    # ---------------------------------------------------------------- the verdict
+
+    def finalize(self, outcome: SandboxOutcome) -> dict[str, Any]:
+        v = Verdict(task_id=self.job.get("task_id", ""), notes=list(self.notes))
+        error = ""
+        if self.failure is not None:
+            reason, error = self.failure
+        elif outcome.kill_reason and outcome.kill_reason != JUDGED:
+            reason, error = outcome.kill_reason, outcome.detail
+        elif not self.done:
+            reason, error = _exit_reason(outcome.exit_status)
+        elif outcome.leftover_processes:
+            reason = R.FORK_FLOOD
+            error = f"{outcome.leftover_processes} processes were still alive after the candidate's process exited"
+        elif stage_index(self.passed) < stage_index("full"):
+            reason, error = R.PROTOCOL_ERROR, "the candidate's process finished without passing every stage"
+        else:
+            reason = R.OK
+        if reason == R.FORK_FLOOD and R.FORK_FLOOD not in self.flags:
+            self.flags.append(R.FORK_FLOOD)  # processes of its own: never a correct solution
+        if outcome.leftover_processes and reason != R.FORK_FLOOD:
+            v.notes.append(f"{outcome.leftover_processes} leftover processes killed")
+        if reason in (R.MEMORY_LIMIT, R.OUT_OF_MEMORY) and outcome.peak_rss_mb:
+            v.notes.append(f"peak resident memory {outcome.peak_rss_mb:.0f} MiB")
+        if reason != R.OK and outcome.log_tail.strip() and reason != R.cheat(R.NO_TRITON_LAUNCH):
+            tail = outcome.log_tail.strip()[-1500:]
+            if tail and tail not in error:
+                error = (error + "\n--- candidate output (tail) ---\n" + tail).strip()
+
+        v.cheat_flags = list(self.flags)
+        v.stage = self.passed
+        if stage_index(self.passed) >= stage_index("full") and not self.flags:
+            v.correct = True
+            if reason != R.OK:  # failed while timing: still correct, but no speed number
+                reason = R.timing_failed(reason)
+        v.reason = R.check(reason)  # a reason not in the catalogue is a bug of ours: it fails loudly
+        v.error = error[-4000:]
+        v.errors = [self.results[n] for n in self.refs if n in self.results]
+        if self.timing is not None and not self.flags:
+            v.timing = self.timing
+            v.ref_time_ms = self.timing["reference"]["trimmed_mean_ms"]
+            v.kernel_time_ms = self.timing["candidate"]["trimmed_mean_ms"]
+            v.speedup = self.timing["speedup"]
+            if self.timed_checked:
+                v.notes.append(f"outputs of {self.timed_checked} timed calls checked against the reference")
+            review = float(self.settings.speedup_review)
+            if v.speedup > review:
+                v.review = True
+                v.notes.append(f"speedup {v.speedup:.1f}x is above the review threshold of {review:g}x: "
+                               "check the kernel by hand")
+        elif v.correct and not self.settings.timing_enabled:
+            v.notes.append(self.settings.timing_note or "timing skipped")
+        v.reward = compute_reward(v.stage, v.cheat_flags, v.speedup, float(self.settings.partial_credit))
+        v.duration_s = round(time.monotonic() - self.started, 3)
+        self.mark("end")
+        v.phases = {**self.phases, "worker_s": round(self.worker_s, 3), **self.trace}
+        if self.preloaded:
+            v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
+        if outcome.prestarted:
+            v.phases["prestarted"] = 1.0  # ran in the worker's spare child (spares.Spare)
+        return v.to_dict()
+
+
+def _exit_reason(status: int | None) -> tuple[str, str]:
+    if status is None:
+        return R.PROCESS_EXIT, "the candidate's process vanished"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"SIG{sig}"
+        return R.crash_signal(name), f"the candidate's process was killed by {name}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return R.PROCESS_EXIT, f"the candidate's process exited (code {code}) without a result"
