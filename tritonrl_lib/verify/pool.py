@@ -38,6 +38,7 @@ from .cache import VerdictCache
 from .candidate.runtime_checks import without_malloc_tcache
 from .extract import extract_code
 from .policy import resolve_policy
+from .sandbox import messages as M
 from .sandbox import shared_blobs
 from .sandbox.gpu_lock import lock_path
 from .sandbox.limits import host_memory_bytes, memory_share_bytes
@@ -113,8 +114,8 @@ AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
 
 
 def _next_job(pending: collections.deque, w: _Worker, others: Sequence[_Worker] = (),
-              recorded: Callable[[dict[str, Any]], bool] = lambda job: False
-              ) -> tuple[int, dict[str, Any], str | None]:
+              recorded: Callable[[M.Job], bool] = lambda job: False
+              ) -> tuple[int, M.Job, str | None]:
     """The first pending job of a task this worker ran lately or whose reference phase the pool
     holds (`recorded`: either way the worker skips it, reference_cache.py), else the first of a task
     no other worker ran lately (whoever takes it runs its reference phase anyway), else the first
@@ -226,7 +227,7 @@ class VerifierPool:
         cfg = as_verify_config(config) if config is not None else self.config
 
         results: list[Verdict | None] = [None] * len(completions)
-        jobs: collections.deque[tuple[int, dict[str, Any], str | None]] = collections.deque()
+        jobs: collections.deque[tuple[int, M.Job, str | None]] = collections.deque()
         # what the cached verdicts depend on besides the job: read once per call, not per candidate
         where = f"{self._device_desc()}; {self._budget_desc()}" if self.cache is not None else ""
         for i, (task, completion) in enumerate(zip(task_list, completions)):
@@ -284,7 +285,7 @@ class VerifierPool:
         for w in workers:  # ask every idle worker to stop first, so they wind down in parallel
             if w.job_index is None and w.proc.poll() is None:
                 try:
-                    w.conn.send({"type": "stop"})
+                    w.conn.send({"type": M.STOP})
                 except (OSError, ValueError):
                     pass
         for w in workers:
@@ -328,7 +329,7 @@ class VerifierPool:
         return f"host {round(total / (1 << 30)) if total else '?'} GiB, {sharers} workers sharing"
 
     def _prepare(self, task: Task, completion: str, cfg: VerifyConfig,
-                 static: bool) -> tuple[Verdict | None, dict[str, Any] | None]:
+                 static: bool) -> tuple[Verdict | None, M.Job | None]:
         start = time.monotonic()
         ex = extract_code(completion or "")
         if ex.code is None:
@@ -345,17 +346,16 @@ class VerifierPool:
         else:
             notes.append("static check skipped")
         settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
-        job = {"task_id": task.id, "task_source": task.source, "level": task.level, "code": ex.code,
-               "seeds": self._seeds,
-               "policy": policy, "extra_ops": extra_ops, "settings": settings, "device": self.device, "threads": self._threads,
-               "notes": notes}
+        job = M.Job(task_id=task.id, task_source=task.source, level=task.level, code=ex.code, seeds=self._seeds,
+                    policy=policy, extra_ops=extra_ops, settings=settings, device=self.device, threads=self._threads,
+                    notes=notes)
         return None, job
 
     # ---------------------------------------------------------------- running jobs
 
     def _run(self, jobs: collections.deque) -> Iterable[tuple[int, Verdict]]:
         pending = collections.deque(jobs)
-        busy: dict[int, tuple[dict[str, Any], str | None]] = {}
+        busy: dict[int, tuple[M.Job, str | None]] = {}
         sent_at: dict[int, float] = {}  # for TRITONRL_TRACE's timeline
         while pending or any(w is not None and w.job_index is not None for w in self._slots):
             # hand out work: start workers lazily, only as many as there are jobs; none where a job
@@ -379,7 +379,7 @@ class VerifierPool:
                     try:
                         self._offer_reference(w, job)
                         # how many wait behind it: workers start spare children only for jobs to come
-                        w.conn.send({"type": "job", "id": i, "job": job, "queued": len(pending)})
+                        w.conn.send(M.JobMessage(type=M.JOB, id=i, job=job, queued=len(pending)))
                     except (OSError, ValueError):
                         pass  # noticed as a dead worker below
             live = [w for w in self._slots if w is not None and w.job_index is not None]
@@ -392,33 +392,33 @@ class VerifierPool:
                 if msg is None and w.ready:
                     yield from self._lost(w, busy, "the verifier worker died")
                     continue
-                kind = msg.get("type") if msg is not None else "failed"
-                if kind == "ready":
+                kind = msg.get("type") if msg is not None else M.FAILED
+                if kind == M.READY:
                     w.ready = True
                     w.base_dir = msg.get("base")
                     self._start_failures = 0
                     w.job_started = time.monotonic()  # the candidate's clock starts now
-                elif kind == "failed":  # never got going: the job goes back in the queue
+                elif kind == M.FAILED:  # never got going: the job goes back in the queue
                     self._start_failures += 1
                     err = (msg or {}).get("error") or f"the worker exited with code {w.proc.poll()} while starting"
                     yield from self._lost(w, busy, "the verifier worker failed to start", requeue=True,
                                           pending=pending)
                     if self._start_failures >= MAX_START_FAILURES:
                         raise VerifierError(f"verifier workers cannot start ({self._start_failures} tries):\n{err}")
-                elif kind == "started":
+                elif kind == M.STARTED:
                     w.child_pid = msg.get("child")
-                elif kind == "limits":
+                elif kind == M.LIMITS:
                     if isinstance(msg.get("longest_s"), (int, float)):
                         w.longest_s = float(msg["longest_s"])
                         w.job_started = time.monotonic()
-                elif kind == "exclusive":
+                elif kind == M.EXCLUSIVE:
                     w.wants_alone = True
-                elif kind == "reference":
+                elif kind == M.REFERENCE:
                     try:
                         self._keep_reference(w, msg)
                     except (OSError, ValueError):
                         yield from self._lost(w, busy, "the verifier worker's reference record broke off")
-                elif kind == "result" and msg.get("id") == w.job_index:
+                elif kind == M.RESULT and msg.get("id") == w.job_index:
                     w.spare_pids = [p for p in msg.get("spares") or [] if isinstance(p, int)]
                     if isinstance(msg.get("ref_keys"), list):
                         w.ref_keys = {k for k in msg["ref_keys"] if isinstance(k, str)}
@@ -469,7 +469,7 @@ class VerifierPool:
             if any(o.wants_alone and o.slot < w.slot for o in others):
                 continue  # the first waiter goes first
             try:
-                w.conn.send({"type": "exclusive_go"})
+                w.conn.send({"type": M.EXCLUSIVE_GO})
             except (OSError, ValueError):
                 continue
             w.alone = True
@@ -482,18 +482,18 @@ class VerifierPool:
         return self._gpu_ids[w.slot] if self.device == "cuda" else "cpu"
 
     @staticmethod
-    def _reference_key(job: dict[str, Any]) -> str:
+    def _reference_key(job: M.Job) -> str:
         if "reference_key" not in job:  # hashed once per job (the worker ignores it)
             job["reference_key"] = cache_key(job)
         return job["reference_key"]
 
-    def _recorded(self, w: _Worker, job: dict[str, Any]) -> bool:
+    def _recorded(self, w: _Worker, job: M.Job) -> bool:
         if self._references is None or not job["settings"]["reference_cache_mb"]:
             return False
         key = self._reference_key(job)
         return key in w.ref_keys or self._references.has(self._scope(w), key)
 
-    def _offer_reference(self, w: _Worker, job: dict[str, Any]) -> None:
+    def _offer_reference(self, w: _Worker, job: M.Job) -> None:
         """Send the worker the pool's record of this job's reference phase if it lacks one."""
         if self._references is None or not job["settings"]["reference_cache_mb"]:
             return
@@ -502,11 +502,11 @@ class VerifierPool:
         if rec is None:
             return
         desc, fds = rec
-        send_record(w.conn, {"type": "reference", "key": key, "desc": desc,
-                             "max_mb": int(job["settings"]["reference_cache_mb"])}, fds)
+        send_record(w.conn, M.ReferenceMessage(type=M.REFERENCE, key=key, desc=desc,
+                                               max_mb=int(job["settings"]["reference_cache_mb"])), fds)
         w.ref_keys.add(key)
 
-    def _keep_reference(self, w: _Worker, msg: dict[str, Any]) -> None:
+    def _keep_reference(self, w: _Worker, msg: M.ReferenceMessage) -> None:
         """A worker's new record (its descriptors follow the message) into the pool's store."""
         fds = recv_fds(w.conn, int(msg.get("nfds") or 0))
         key, desc = msg.get("key"), msg.get("desc")
@@ -575,7 +575,7 @@ class VerifierPool:
     def _stop_worker(self, w: _Worker, graceful: bool) -> None:
         if graceful and w.proc.poll() is None:
             try:
-                w.conn.send({"type": "stop"})
+                w.conn.send({"type": M.STOP})
                 w.proc.wait(timeout=5)
             except (OSError, ValueError, BrokenPipeError, subprocess.TimeoutExpired):
                 pass

@@ -34,6 +34,7 @@ from .. import reasons as R
 from ..compilation.compiler_copy import compiler_available
 from ..compilation.errors import interpreter_only
 from ..compilation.launch_compiler import SM, LaunchCompiler
+from ..sandbox import messages as M
 from ..sandbox import shared_blobs
 from ..static.rules import import_verdict
 from .context import CANDIDATE_MODULE, Child, classify, excerpt
@@ -153,7 +154,7 @@ class CandidatePhase:
         if models is None:
             return
         self.child.mark("built")
-        self.ch.send({"type": "stage", "stage": "compile"})
+        self.ch.send({"type": M.STAGE, "stage": "compile"})
 
         for stage in ("tiny", "full"):
             for s in plan.sets:
@@ -184,8 +185,8 @@ class CandidatePhase:
             if not self.timing(plan, models):
                 return
         if self.child.tracing and self.child.gpu_lock is not None and self.child.gpu_lock.holds:
-            self.ch.send({"type": "mark", "label": "holds", "holds": self.child.gpu_lock.holds[-MAX_HOLDS_TRACED:]})
-        self.ch.send({"type": "done"})
+            self.ch.send({"type": M.MARK, "label": "holds", "holds": self.child.gpu_lock.holds[-MAX_HOLDS_TRACED:]})
+        self.ch.send({"type": M.DONE})
 
     def install_guard(self, path: str) -> None:
         """The fence, the recorded callables and the global state, right before the import."""
@@ -234,11 +235,11 @@ class CandidatePhase:
             module = load_module_file(path, CANDIDATE_MODULE)
             cls = getattr(module, "ModelNew", None)
             if not isinstance(cls, type):
-                self.ch.send({"type": "error", "stage": "compile", "reason": R.COMPILE_ERROR,
+                self.ch.send({"type": M.ERROR, "stage": "compile", "reason": R.COMPILE_ERROR,
                               "error": "the module defines no class ModelNew"})
                 return None
         except BaseException as e:
-            self.ch.send({"type": "error", "stage": "compile", "reason": classify(e, "compile"),
+            self.ch.send({"type": M.ERROR, "stage": "compile", "reason": classify(e, "compile"),
                           "error": excerpt(e), **self.guard_facts()})
             return None
         models: dict[str, torch.nn.Module] = {}
@@ -247,7 +248,7 @@ class CandidatePhase:
                 models[key] = self.build_candidate(cls, spec)
         except BaseException as e:
             reason = classify(e, "compile")
-            self.ch.send({"type": "error", "stage": "compile", "reason": reason,
+            self.ch.send({"type": M.ERROR, "stage": "compile", "reason": reason,
                           "error": f"ModelNew(*get_init_inputs()) failed:\n{excerpt(e)}", **self.guard_facts()})
             return None
         return models
@@ -279,7 +280,7 @@ class CandidatePhase:
 
     # ---------------------------------------------------------------- one call
 
-    def guard_facts(self) -> dict[str, Any]:
+    def guard_facts(self) -> M.GuardFacts:
         """The guard's refusals and the recorded callables replaced so far, for the worker."""
         if self.guard is None:
             return {}
@@ -295,7 +296,7 @@ class CandidatePhase:
             if self.device == "cuda":
                 poison_allocator(s.out_specs, self.device, budget_bytes=self.poison_room(inputs))
         except BaseException as e:
-            self.ch.send({"type": "error", "stage": stage, "reason": R.INTERNAL_ERROR,
+            self.ch.send({"type": M.ERROR, "stage": stage, "reason": R.INTERNAL_ERROR,
                           "error": f"drawing the {s.name} inputs failed: {type(e).__name__}: {e}"[:2000]})
             return False
         g = self.guard
@@ -312,7 +313,7 @@ class CandidatePhase:
             if s.name.startswith("dtype:") and not g.flags and isinstance(e, Exception):
                 # a kernel written for the task's own dtype need not run in half precision: the set is
                 # left out (the verdict says so); outputs it does return must match
-                self.ch.send({"type": "cand_skip", "name": s.name, "error": excerpt(e)[-400:], **self.guard_facts()})
+                self.ch.send({"type": M.CAND_SKIP, "name": s.name, "error": excerpt(e)[-400:], **self.guard_facts()})
                 return True
             if interpreter_only(e):
                 self.child.note("the interpreter rejected a launch that compiles for CUDA (an interpreter limitation): "
@@ -320,7 +321,7 @@ class CandidatePhase:
             elif self.device == "cpu" and self.uses_inline_asm():
                 self.child.note("the kernel uses inline_asm_elementwise, PTX that the interpreter cannot run (a GPU "
                                 "runs it): scored as a runtime error on the CPU")
-            self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
+            self.ch.send({"type": M.ERROR, "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": excerpt(e), **self.guard_facts()})
             return False
         facts = g.end()
@@ -337,15 +338,16 @@ class CandidatePhase:
             del outs
             unchanged = self.inputs_unchanged(s, inputs)
         except BaseException as e:
-            self.ch.send({"type": "error", "stage": stage, "variation": s.name, "reason": classify(e, stage),
+            self.ch.send({"type": M.ERROR, "stage": stage, "variation": s.name, "reason": classify(e, stage),
                           "error": excerpt(e), **self.guard_facts()})
             return False
         self.send_notes()
-        self.ch.send({"type": "cand", "name": s.name, "outputs": metas, "launches": facts.launches,
-                      "kernels": dict(facts.kernels), "foreign": dict(facts.foreign), "ops": dict(facts.ops),
-                      "host_read": facts.host_read, "host_made": facts.host_made, "census_intact": bool(intact),
-                      "foreign_memory": foreign_memory, "inputs_unchanged": bool(unchanged), **self.guard_facts()},
-                     blobs)
+        frame: M.CandFrame = {
+            "type": M.CAND, "name": s.name, "outputs": metas, "launches": facts.launches,
+            "kernels": dict(facts.kernels), "foreign": dict(facts.foreign), "ops": dict(facts.ops),
+            "host_read": facts.host_read, "host_made": facts.host_made, "census_intact": bool(intact),
+            "foreign_memory": foreign_memory, "inputs_unchanged": bool(unchanged), **self.guard_facts()}
+        self.ch.send(frame, blobs)
         return True
 
     def in_place(self, inputs: list[Any]) -> list[Any]:
@@ -435,9 +437,9 @@ class CandidatePhase:
                                   before_cand=refill if len(names) > 1 else None)
             tampered += [x for x in self.guard.changed() + (self.state.changes() if self.state else [])
                          if x not in tampered]
-            failure = None
+            failure: M.ErrorFrame | None = None
         except BaseException as e:
-            failure = {"type": "error", "stage": "timing", "reason": classify(e, "timing"), "error": excerpt(e)}
+            failure = {"type": M.ERROR, "stage": "timing", "reason": classify(e, "timing"), "error": excerpt(e)}
         if not self.ch.answer():
             return False
         self.child.mark("judged")
@@ -447,9 +449,9 @@ class CandidatePhase:
         for trial, name, output in timed:
             outs = flatten_outputs(output)
             metas, blobs = self.child.encode(outs)
-            self.ch.send({"type": "timed", "trial": trial, "set": name, "outputs": metas}, blobs)
+            self.ch.send({"type": M.TIMED, "trial": trial, "set": name, "outputs": metas}, blobs)
             del blobs, outs
-        self.ch.send({"type": "timing", "ref_ms": times["ref"], "cand_ms": times["cand"],
+        self.ch.send({"type": M.TIMING, "ref_ms": times["ref"], "cand_ms": times["cand"],
                       "device_name": torch.cuda.get_device_name(0), "tampered": tampered[:20],
                       "gpu_wait_s": self.child.gpu_lock.waited_alone_s if self.child.gpu_lock else 0.0,
                       **self.guard_facts()})

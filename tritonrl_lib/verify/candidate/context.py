@@ -22,6 +22,7 @@ import torch
 from .. import reasons as R
 from ..compilation import native_builds
 from ..compilation.errors import compile_failure_kind
+from ..sandbox import messages as M
 from ..sandbox import shared_blobs
 from ..sandbox.gpu_lock import GpuLock
 from ..sandbox.limits import Budget, gpu_memory_fraction
@@ -68,7 +69,7 @@ def excerpt(exc: BaseException) -> str:
 class Child:
     """One candidate's process: its job (settings rebuilt from the job's JSON), channel and device."""
 
-    def __init__(self, job: dict[str, Any], ch: ChildChannel):
+    def __init__(self, job: M.Job, ch: ChildChannel):
         self.job = job
         self.ch = ch
         self.settings = JobSettings.from_json(job["settings"])
@@ -127,13 +128,13 @@ class Child:
         JITFunction._do_compile = _do_compile
 
     def note(self, text: str) -> None:
-        self.ch.send({"type": "note", "text": text})
+        self.ch.send({"type": M.NOTE, "text": text})
 
     def mark(self, label: str, t: float | None = None) -> None:
         """With TRITONRL_TRACE set (benchmarks/verifier.py --trace): tell the worker when this point
         was reached (`t`, else now) and how long this process has waited for the GPU lock so far."""
         if self.tracing:
-            self.ch.send({"type": "mark", "label": label, "t": time.monotonic() if t is None else t,
+            self.ch.send({"type": M.MARK, "label": label, "t": time.monotonic() if t is None else t,
                           "lock_wait": self.gpu_lock.waited_s if self.gpu_lock else 0.0})
 
     def sync(self) -> None:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 import torch
 
 from ..sandbox.gpu_lock import GpuLock
+from ..sandbox import messages as M
 from ..sandbox.protocol import ChildChannel
 from .candidate_phase import CandidatePhase
 from .context import Child
@@ -59,7 +60,7 @@ def warm_child(device: str, job_waiting: Callable[[], bool] = lambda: False) -> 
             lock.close()
 
 
-def child_main(job: dict[str, Any], ch: ChildChannel) -> None:
+def child_main(job: M.Job, ch: ChildChannel) -> None:
     """Entry point of a candidate's process (called by the sandbox after fork). With
     TRITONRL_PROFILE_DIR set (a diagnostic: benchmarks/verifier_profile.py --cprofile), the whole
     of it runs under cProfile, saved there as child-<pid>.prof."""
@@ -75,20 +76,20 @@ def child_main(job: dict[str, Any], ch: ChildChannel) -> None:
         prof.dump_stats(os.path.join(folder, f"child-{os.getpid()}.prof"))
 
 
-def _child_main(job: dict[str, Any], ch: ChildChannel) -> None:
+def _child_main(job: M.Job, ch: ChildChannel) -> None:
     child = Child(job, ch)
     for label, t in WARMED.items():
         child.mark(label, t)
     child.setup()
     child.mark("setup")
-    ch.send({"type": "setup_done"})  # the worker's reference-phase clock starts here (limits.py)
+    ch.send({"type": M.SETUP_DONE})  # the worker's reference-phase clock starts here (limits.py)
     with torch.no_grad():
         with child.gpu_section():
             plan = ReferencePhase(child).run()
         if plan is None:
             return
         forget_reference(plan, child, keep_for_timing=CandidatePhase.timing_wanted_for(child))
-        ch.send({"type": "ref_done"})
+        ch.send({"type": M.REF_DONE})
         CandidatePhase(child, plan).run()
 
 

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..sandbox import messages as M
 from .context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
 from .heavy_ops import reference_counts
@@ -87,7 +88,7 @@ class ReferencePhase:
             plan = self.cached(cached)
             if plan is not None:
                 return plan
-            self.ch.send({"type": "ref_reset"})  # the worker's copy does not fit: compute our own
+            self.ch.send({"type": M.REF_RESET})  # the worker's copy does not fit: compute our own
         plan = Plan()
         self.collect = bool(self.child.job.get("collect_reference")) and (
             self.budget is None or self.budget.cacheable_inputs)
@@ -107,7 +108,7 @@ class ReferencePhase:
                 self.run_set(plan, tiny)
             original_outs_finite = self.run_set(plan, original)
         except RefFailed as e:
-            self.ch.send({"type": "ref_error", "error": _cause(e)})
+            self.ch.send({"type": M.REF_ERROR, "error": _cause(e)})
             return None
         if tiny is None:
             self.child.note("tiny: no size constant could shrink; ran the task's own sizes")
@@ -131,10 +132,10 @@ class ReferencePhase:
             except RefFailed as e:
                 self.child.note(f"variation {name} skipped: the reference failed on it ({_cause(e)[:200]})")
         if self.collect:
-            self.ch.send({"type": "ref_models", "tiny_overrides": self.tiny_overrides,
+            self.ch.send({"type": M.REF_MODELS, "tiny_overrides": self.tiny_overrides,
                           "digests": model_digests(plan.models), "eval_mode": self.eval_mode})
         plan.eval_mode = self.eval_mode
-        self.ch.send({"type": "ref_footprint", "peak_bytes": int(self.peak_bytes)})
+        self.ch.send({"type": M.REF_FOOTPRINT, "peak_bytes": int(self.peak_bytes)})
         return plan
 
     def cached(self, cached: dict[str, Any]) -> Plan | None:
@@ -280,7 +281,7 @@ class ReferencePhase:
             self.child.note("random reference: two runs on the same inputs differed in training mode (dropout), "
                             "so both the reference and the candidate run in eval mode (model.eval())")
             return True
-        self.ch.send({"type": "ref_random", "error": "the reference gives other outputs on every run for the same "
+        self.ch.send({"type": M.REF_RANDOM, "error": "the reference gives other outputs on every run for the same "
                       "inputs, even in eval mode: its forward draws random numbers (torch.rand, dropout with "
                       "training=True, ...), so no output can be compared against it"})
         return False
@@ -439,9 +440,9 @@ class ReferencePhase:
             if s.name == "original":
                 self.original_out_bytes = out_bytes
             self.sent_bytes += out_bytes * (2 if alt else 1)
-            header = {"type": "ref", "name": s.name, "stage": s.stage, "outputs": metas,
-                      "inputs": describe_inputs(inputs), "magnitudes": [mean_abs(o) for o in outs],
-                      "heavy_ops": s.heavy_ops}
+            header: M.RefFrame = {"type": M.REF, "name": s.name, "stage": s.stage, "outputs": metas,
+                                  "inputs": describe_inputs(inputs), "magnitudes": [mean_abs(o) for o in outs],
+                                  "heavy_ops": s.heavy_ops}
             if alt is not None:
                 header["alt_outputs"], alt_blobs = self.child.encode(alt, blanks)
                 blobs = blobs + alt_blobs
@@ -474,7 +475,7 @@ class ReferencePhase:
                 if not (is_plain_tensor(x) and x.layout == torch.strided and x.is_contiguous()
                         and not x.requires_grad and not x.is_complex()):
                     self.collect = False
-                    self.ch.send({"type": "ref_uncacheable", "why": f"input {describe_inputs([x])}"})
+                    self.ch.send({"type": M.REF_UNCACHEABLE, "why": f"input {describe_inputs([x])}"})
                     return
                 metas.append({"kind": "tensor", "dtype": dtype_name(x.dtype), "shape": list(x.shape)})
                 blobs.append(raw_bytes(x.detach().to("cpu")))
@@ -482,9 +483,9 @@ class ReferencePhase:
                 metas.append({"kind": "value", "value": x})
             else:
                 self.collect = False
-                self.ch.send({"type": "ref_uncacheable", "why": f"input of type {type(x).__name__}"})
+                self.ch.send({"type": M.REF_UNCACHEABLE, "why": f"input of type {type(x).__name__}"})
                 return
-        self.ch.send({"type": "ref_inputs", "name": s.name, "model_key": s.model_key, "inputs": metas,
+        self.ch.send({"type": M.REF_INPUTS, "name": s.name, "model_key": s.model_key, "inputs": metas,
                       "out_specs": [[list(shape), dtype_name(dtype)] for shape, dtype in s.out_specs]}, blobs)
 
     @staticmethod

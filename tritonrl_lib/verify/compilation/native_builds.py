@@ -26,6 +26,8 @@ import os
 import tempfile
 from typing import Any, Callable
 
+from ..sandbox import messages as M
+
 ALLOWED_NAMES = ("cuda_utils", "__triton_launcher")
 MAX_SOURCE_BYTES = 1 << 20
 MAX_REQUESTS_PER_JOB = 32
@@ -133,7 +135,7 @@ class ChildBuildHook:
         try:
             with open(src_path) as f:
                 src = f.read()
-            reply = self.request({"type": "build", "name": name, "src": src, "library_dirs": list(library_dirs),
+            reply = self.request({"type": M.BUILD, "name": name, "src": src, "library_dirs": list(library_dirs),
                                   "include_dirs": list(include_dirs), "libraries": list(libraries)})
         except OSError:
             pass

@@ -19,6 +19,7 @@ import tempfile
 import traceback
 from typing import Any, Callable
 
+from . import messages as M
 from . import shared_blobs
 from .limits import Limits, set_rlimits
 from .processes import PR_SET_PDEATHSIG, prctl
@@ -126,7 +127,7 @@ def _child_entry(child_fn: Callable[[ChildChannel], None], out_fd: int, in_fd: i
 
 def report_internal_error(out_fd: int) -> None:
     try:
-        write_all(out_fd, encode_frame({"type": "internal_error", "error": traceback.format_exc()[-4000:]}))
+        write_all(out_fd, encode_frame({"type": M.INTERNAL_ERROR, "error": traceback.format_exc()[-4000:]}))
     except BaseException:
         pass
 

@@ -3,7 +3,8 @@
 Child -> worker: frames, each a 4-byte little-endian header length, a JSON header (with "blobs":
 [byte lengths]) and the raw blobs (tensor bytes: never pickle, the child is untrusted). Blobs of
 1 MiB and more travel as sealed memory files over a datagram socket beside the pipe
-(shared_blobs.py); the header says where they go ("mapped").
+(shared_blobs.py); the header says where they go ("mapped"). The header's "type" is one of the
+frame kinds of messages.py, which says what each carries.
 
 Worker -> child: one byte per gate (`GO`, anything else or a closed pipe means stop), or a JSON
 reply to a request (`REPLY_TAG`, a 4-byte length, the JSON).
@@ -19,6 +20,7 @@ import os
 import struct
 from typing import Any
 
+from . import messages as M
 from . import shared_blobs
 
 # Frame: 4-byte little-endian header length, JSON header (with "blobs": [byte lengths]), the blobs.
@@ -164,6 +166,7 @@ class ChildChannel:
         self.integrity: Any = None  # () -> names of tampered namespaces; set when the guard is installed
         self._encode, self._pack, self._write, self._len = _header_encoder(), LEN.pack, os.write, len
         self._send_blobs, self._fstat, self._exit = shared_blobs.send_blobs, os.fstat, os._exit
+        self._tampered_kind = M.TAMPERED  # bound too: its own frame must not read a kind the candidate rebound
         self._ends = tuple(self._identity(fd) for fd in (out_fd, in_fd))
 
     def _identity(self, fd: int) -> tuple[int, int]:
@@ -177,7 +180,7 @@ class ChildChannel:
         if check is not None:
             changed = check()
             if changed:
-                self._write_frame({"type": "tampered", "namespaces": changed[:20]}, ())
+                self._write_frame({"type": self._tampered_kind, "namespaces": changed[:20]}, ())
         inline, mapped = self._send_blobs(self.blob_sock, list(blobs))
         if mapped:
             header = {**header, "mapped": mapped}
@@ -201,7 +204,7 @@ class ChildChannel:
     def ask(self, stage: str) -> None:
         """The gate's question alone: the worker judges what came before it while this process
         goes on with work that sends nothing (it ends this process at once if that judgement fails)."""
-        self.send({"type": "gate", "stage": stage})
+        self.send({"type": M.GATE, "stage": stage})
 
     def answer(self) -> bool:
         """The worker's answer to the last `ask`: True to go on."""

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Collection
 
+from . import messages as M
 from . import shared_blobs
 from .. import reasons as R
 from .fdwait import wait_fds
@@ -225,9 +226,9 @@ class _Clocks:
         self.last_poll = start
 
     def on_message(self, kind: Any, me: int, apart: Collection[tuple[int, int]]) -> None:
-        if kind == "setup_done" and self.phase == "setup":
+        if kind == M.SETUP_DONE and self.phase == "setup":
             self._next("reference", me, apart)
-        elif kind == "ref_done" and self.phase in ("setup", "reference"):
+        elif kind == M.REF_DONE and self.phase in ("setup", "reference"):
             cpu = self._next("candidate", me, apart)
             self.reference_cpu = cpu
 

@@ -21,6 +21,7 @@ from .. import reasons as R
 from ..compilation.check import warm_full_pipeline
 from ..compilation.native_builds import NativeBuilder
 from ..reward import compute_reward
+from ..sandbox import messages as M
 from ..sandbox.footprint import Footprint, probe
 from ..sandbox.limits import Budget, Limits, gpu_sharers, host_memory_bytes, reference_cache_bytes
 from ..sandbox.run import run_sandboxed
@@ -63,7 +64,7 @@ def gpu_bytes() -> int | None:
     return _GPU_BYTES[0]
 
 
-def job_budget(job: dict[str, Any], settings: Any) -> Budget:
+def job_budget(job: M.Job, settings: Any) -> Budget:
     device = job["device"]
     fp = task_footprint(job["task_source"])
     sharers = gpu_sharers() if device == "cuda" else max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
@@ -75,15 +76,15 @@ def ask_exclusive(conn: Any) -> bool:
     """Ask the pool for this worker's GPU (or host) to itself and wait until it says so: the pool stops
     handing out work there and answers once every other job there has ended. False if it cannot."""
     try:
-        conn.send({"type": "exclusive"})
+        conn.send({"type": M.EXCLUSIVE})
         while True:
             msg = conn.recv()
-            if isinstance(msg, dict) and msg.get("type") == "exclusive_go":
+            if isinstance(msg, dict) and msg.get("type") == M.EXCLUSIVE_GO:
                 return True
-            if isinstance(msg, dict) and msg.get("type") == "reference":
+            if isinstance(msg, dict) and msg.get("type") == M.REFERENCE:
                 adopt_reference(conn, msg)
                 continue
-            if not isinstance(msg, dict) or msg.get("type") == "stop":
+            if not isinstance(msg, dict) or msg.get("type") == M.STOP:
                 return False
     except (EOFError, OSError, ValueError):
         return False
@@ -106,12 +107,12 @@ def share_reference(conn: Any, key: str, entry: Any) -> None:
         return
     desc, fds = exported
     try:
-        send_record(conn, {"type": "reference", "key": key, "desc": desc}, fds)
+        send_record(conn, M.ReferenceMessage(type=M.REFERENCE, key=key, desc=desc), fds)
     except (OSError, ValueError):
         pass
 
 
-def adopt_reference(conn: Any, msg: dict[str, Any]) -> None:
+def adopt_reference(conn: Any, msg: M.ReferenceMessage) -> None:
     """A record from the pool (another worker's, see share_reference) into this worker's cache."""
     fds = recv_fds(conn, int(msg.get("nfds") or 0))
     _reference_cache(int(msg.get("max_mb") or 0)).adopt(str(msg.get("key")), msg.get("desc") or {}, fds)
@@ -129,7 +130,7 @@ def _builder(base_dir: str) -> NativeBuilder:
     return _BUILDERS[base_dir]
 
 
-def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
+def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
     """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict. `queued`:
     how many jobs the pool still holds after this one (None: unknown)."""
     judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
@@ -141,7 +142,7 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | 
     limits = Limits.for_job(s, job["device"], budget)
     if conn is not None:
         try:
-            conn.send({"type": "limits", "longest_s": limits.longest_s})
+            conn.send(M.LimitsMessage(type=M.LIMITS, longest_s=limits.longest_s))
         except (OSError, ValueError):
             pass
     if budget.exclusive and conn is not None and not ask_exclusive(conn):
@@ -157,7 +158,7 @@ def run_job(job: dict[str, Any], base_dir: str, conn: Any = None, queued: int | 
     return verdict
 
 
-def _remeasured(first: dict[str, Any], job: dict[str, Any], base_dir: str, conn: Any, queued: int | None,
+def _remeasured(first: dict[str, Any], job: M.Job, base_dir: str, conn: Any, queued: int | None,
                 limits: Limits, budget: Budget, review: float) -> dict[str, Any]:
     """A speedup above the review threshold, measured again in a fresh process before it is paid: the
     lower of the two counts; if the second run is not correct or has no timing, only correctness is."""
@@ -184,7 +185,7 @@ def _remeasured(first: dict[str, Any], job: dict[str, Any], base_dir: str, conn:
     return out
 
 
-def _run_once(job: dict[str, Any], base_dir: str, conn: Any, queued: int | None, judge: Judge, limits: Limits,
+def _run_once(job: M.Job, base_dir: str, conn: Any, queued: int | None, judge: Judge, limits: Limits,
               budget: Budget) -> dict[str, Any]:
     """One verification of `job` in its own process (see run_job)."""
     from ..candidate.main import child_main, warm_child  # imports torch: the worker's warm-up imports it first
@@ -206,7 +207,7 @@ def _run_once(job: dict[str, Any], base_dir: str, conn: Any, queued: int | None,
         judge.mark("launched")
         if conn is not None:
             try:
-                conn.send({"type": "started", "child": pid})
+                conn.send(M.Started(type=M.STARTED, child=pid))
             except (OSError, ValueError):
                 pass
 

@@ -26,6 +26,7 @@ from ..candidate.heavy_ops import excess as excess_heavy_ops
 from ..candidate.timing import speedup_stats
 from ..policy import runtime_op_allowed
 from ..reward import compute_reward
+from ..sandbox import messages as M
 from ..sandbox.run import JUDGED
 from ..settings import JobSettings
 from ..verdict import Verdict, stage_index
@@ -45,7 +46,7 @@ class Judge:
     """One candidate's verdict in the making: `on_message` for each frame of its process (the
     sandbox acts on the answer: "go", "stop", "final" or a JSON reply), `finalize` once it ended."""
 
-    def __init__(self, job: dict[str, Any], builder: NativeBuilder | None = None):
+    def __init__(self, job: M.Job, builder: NativeBuilder | None = None):
         self.job = job
         self.builder = builder  # the worker's builds of Triton's C modules (native_builds.py)
         self.build_requests = 0
@@ -102,52 +103,52 @@ class Judge:
     def on_message(self, header: dict[str, Any], blobs: list[bytearray]) -> str | dict[str, str] | None:
         kind = header.get("type")
         try:
-            if kind == "build":  # not part of the verdict: Triton in the child wants a C module built
+            if kind == M.BUILD:  # not part of the verdict: Triton in the child wants a C module built
                 if self.builder is None:
                     return {"error": "this worker does not build modules"}
                 self.build_requests += 1
                 return self.builder.answer(header, self.build_requests - 1)
-            if kind == "mark":
+            if kind == M.MARK:
                 if isinstance(header.get("holds"), list):
                     self._mark_holds(header["holds"])
                 else:
                     self.mark(str(header.get("label", ""))[:40], header.get("t"), header.get("lock_wait"))
                 return None
-            if kind == "setup_done":  # the sandbox's clocks act on it; nothing for the verdict
+            if kind == M.SETUP_DONE:  # the sandbox's clocks act on it; nothing for the verdict
                 return None
-            if kind == "internal_error":  # the verifier's own code in the child failed, whenever it did
+            if kind == M.INTERNAL_ERROR:  # the verifier's own code in the child failed, whenever it did
                 return self._fail(R.INTERNAL_ERROR, str(header.get("error", ""))[-3000:])
-            if kind == "note":
+            if kind == M.NOTE:
                 if len(self.notes) < 50:
                     self.notes.append(str(header.get("text", ""))[:300])
                     if not self.ref_done:
                         self.ref_notes.append(self.notes[-1])
                 return None
-            if kind == "tampered":  # the channel's own report (protocol.ChildChannel): never the candidate's
+            if kind == M.TAMPERED:  # the channel's own report (protocol.ChildChannel): never the candidate's
                 changed = [str(n)[:80] for n in (header.get("namespaces") or [])[:8]] or ["?"]
                 return self._flag(f"{R.MONKEYPATCH}:{changed[0]}", f"the candidate's process wrote into "
                                   f"{', '.join(changed)}, whose functions the verifier's own code in that process "
                                   "runs: its census, checks and messages may have been rewritten")
-            if kind in ("ref_inputs", "ref_models", "ref_uncacheable", "ref_reset"):
+            if kind in (M.REF_INPUTS, M.REF_MODELS, M.REF_UNCACHEABLE, M.REF_RESET):
                 if self.ref_done:
                     return self._fail(R.PROTOCOL_ERROR, f"{kind} after the reference was done")
                 return self._reference_cache_message(kind, header, blobs)
-            if kind == "ref":
+            if kind == M.REF:
                 with self._worker_time():
                     return self._ref(header, blobs)
-            if kind == "ref_error":
+            if kind == M.REF_ERROR:
                 return self._fail(R.REFERENCE_ERROR,
                                   "the task's reference failed:\n" + str(header.get("error", ""))[-3000:])
-            if kind == "ref_random":
+            if kind == M.REF_RANDOM:
                 return self._fail(R.REFERENCE_RANDOM, str(header.get("error", ""))[-3000:])
-            if kind == "ref_footprint":
+            if kind == M.REF_FOOTPRINT:
                 if self.ref_done:
-                    return self._fail(R.PROTOCOL_ERROR, "ref_footprint after the reference was done")
+                    return self._fail(R.PROTOCOL_ERROR, f"{M.REF_FOOTPRINT} after the reference was done")
                 peak = header.get("peak_bytes")
                 if isinstance(peak, int) and 0 <= peak < 1 << 50:
                     self.phases["reference_peak_gib"] = round(peak / (1 << 30), 3)
                 return None
-            if kind == "ref_done":
+            if kind == M.REF_DONE:
                 self._phase("reference")
                 self.ref_done = True
                 if "original" not in self.refs:
@@ -155,25 +156,25 @@ class Judge:
                 return None
             if not self.ref_done:
                 return self._fail(R.PROTOCOL_ERROR, f"message {kind!r} before the reference was done")
-            if kind == "stage" and header.get("stage") == "compile" and self.passed == "static":
+            if kind == M.STAGE and header.get("stage") == "compile" and self.passed == "static":
                 self._phase("compile")
                 self.passed = "compile"
                 return None
-            if kind == "cand":
+            if kind == M.CAND:
                 with self._worker_time():
                     return self._cand(header, blobs)
-            if kind == "cand_skip":
+            if kind == M.CAND_SKIP:
                 return self._cand_skip(header)
-            if kind == "gate":
+            if kind == M.GATE:
                 return self._gate(str(header.get("stage")))
-            if kind == "error":
+            if kind == M.ERROR:
                 return self._child_error(header)
-            if kind == "timed":
+            if kind == M.TIMED:
                 with self._worker_time():
                     return self._timed(header, blobs)
-            if kind == "timing":
+            if kind == M.TIMING:
                 return self._timing(header)
-            if kind == "done":
+            if kind == M.DONE:
                 self.done = True
                 self.mark("done")
                 return "final"  # nothing follows: the sandbox ends the process without waiting for its exit
@@ -246,15 +247,15 @@ class Judge:
         return None
 
     def _reference_cache_message(self, kind: str, header: dict[str, Any], blobs: list[Any]) -> str | None:
-        if kind == "ref_reset":  # the child found the cached reference does not fit its models
+        if kind == M.REF_RESET:  # the child found the cached reference does not fit its models
             if self.preloaded:
                 del self.notes[:self._preloaded_notes]
                 self.refs, self.preloaded = {}, False
             return None
-        if kind == "ref_uncacheable":
+        if kind == M.REF_UNCACHEABLE:
             self.cacheable = False
             return None
-        if kind == "ref_models":
+        if kind == M.REF_MODELS:
             digests = header.get("digests")
             if isinstance(digests, dict) and all(isinstance(v, str) for v in digests.values()):
                 tiny = header.get("tiny_overrides")

@@ -22,6 +22,7 @@ import traceback
 from typing import Any
 
 from .. import reasons as R
+from ..sandbox import messages as M
 from ..sandbox.processes import PR_SET_CHILD_SUBREAPER, PR_SET_PDEATHSIG, kill_tree, prctl
 from ..sandbox.spares import SPARE_IDLE_S, SPARES
 
@@ -87,7 +88,7 @@ def worker_main(fd: int, device: str) -> None:
             raise RuntimeError("CUDA was initialised in the verifier worker while importing; forked "
                                "candidates could not use the GPU")
     except BaseException:
-        conn.send({"type": "failed", "error": traceback.format_exc()[-4000:]})
+        conn.send(M.Failed(type=M.FAILED, error=traceback.format_exc()[-4000:]))
         return
     base = tempfile.mkdtemp(prefix="tritonrl-verify-")
 
@@ -97,7 +98,7 @@ def worker_main(fd: int, device: str) -> None:
         os._exit(0)
 
     signal.signal(signal.SIGTERM, terminate)
-    conn.send({"type": "ready", "pid": os.getpid(), "base": base})
+    conn.send(M.Ready(type=M.READY, pid=os.getpid(), base=base))
     from .job import adopt_reference, reference_keys, run_job  # after the imports above, in their order
 
     idle_s = float(os.environ.get("TRITONRL_SPARE_IDLE_S") or SPARE_IDLE_S)
@@ -110,25 +111,25 @@ def worker_main(fd: int, device: str) -> None:
                 msg = conn.recv()
             except (EOFError, OSError):
                 break
-            if not isinstance(msg, dict) or msg.get("type") == "stop":
+            if not isinstance(msg, dict) or msg.get("type") == M.STOP:
                 break
-            if msg.get("type") == "reference":  # another worker's reference phase, for the job that follows
+            if msg.get("type") == M.REFERENCE:  # another worker's reference phase, for the job that follows
                 try:
                     adopt_reference(conn, msg)
                 except (OSError, ValueError):
                     break  # the pool's end is broken: it notices and replaces this worker
                 continue
-            if msg.get("type") != "job":
+            if msg.get("type") != M.JOB:
                 continue
-            job = msg["job"]
+            job: M.Job = msg["job"]
             try:
                 verdict = run_job(job, base, conn, queued=msg.get("queued"))
             except BaseException:
                 verdict = {"task_id": job.get("task_id", ""), "stage": "static", "reason": R.INTERNAL_ERROR,
                            "error": traceback.format_exc()[-4000:]}
             try:
-                conn.send({"type": "result", "id": msg["id"], "verdict": verdict,
-                           "spares": SPARES.pids, "ref_keys": reference_keys()})
+                conn.send(M.Result(type=M.RESULT, id=msg["id"], verdict=verdict, spares=SPARES.pids,
+                                   ref_keys=reference_keys()))
             except (OSError, ValueError):
                 break
     finally:

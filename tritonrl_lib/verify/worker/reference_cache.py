@@ -33,6 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..sandbox import messages as M
 from ..sandbox import shared_blobs
 
 REFERENCE_SETTINGS = ("num_variations",)  # the settings the reference phase reads (reference_phase.py)
@@ -40,7 +41,7 @@ MAX_INLINE_EXPORT = 64 << 20  # a record whose outputs are not all in sealed fil
 FDS_PER_MESSAGE = 200  # descriptors per message (the kernel takes at most 253)
 
 
-def cache_key(job: dict[str, Any]) -> str:
+def cache_key(job: M.Job) -> str:
     settings = {k: job["settings"].get(k) for k in REFERENCE_SETTINGS}
     raw = json.dumps([job["task_source"], settings, job["device"], job.get("seeds")], sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()
@@ -220,7 +221,7 @@ def export(entry: Entry) -> tuple[dict[str, Any], list[int]] | None:
 # --------------------------------------------------------------------------- between worker and pool
 
 
-def send_record(conn: Any, header: dict[str, Any], fds: list[int]) -> None:
+def send_record(conn: Any, header: M.ReferenceMessage, fds: list[int]) -> None:
     """`header` (it says how many descriptors follow: "nfds") over a multiprocessing Connection on a
     Unix socket, then the descriptors, a few hundred per one-byte message."""
     conn.send({**header, "nfds": len(fds)})
