@@ -5,16 +5,16 @@ tasks, resume or a fresh start) and does, for each of `rounds` rounds:
 
 1. the curriculum draws `tasks_per_round` training tasks (Level 1 / Level 2 mix, and within a
    level the policy's frontier: curriculum.py);
-2. rl_groups.collect_step: the policy writes `n_samples` completions per task (rollout/: batched,
+2. groups.collect_step: the policy writes `n_samples` completions per task (rollout/: batched,
    stops at the end of the code block) in `overlap_chunks` chunks, each chunk verified in the
    verifier pool while the next generates (identical code verified once; candidate code never
    runs in this process); with `refine_turns`, failed candidates get the verifier's feedback and
    are written again; tasks whose group has no correct candidate are replaced by newly drawn
    ones (`redraw_rounds`, dynamic sampling). An optional `extra_candidates(task, round)` hook adds
    candidates of its own (tests add the task's reference solution; they are marked `injected` and
-   never count in the policy's statistics or the curriculum). The candidates and their verdicts
-   are written to rounds/round-NNN/samples.jsonl and round.json, so a resumed run never verifies
-   a round twice;
+   never count in the policy's statistics or the curriculum). The candidates (candidate.py) and
+   their verdicts are written to rounds/round-NNN/samples.jsonl and round.json, so a resumed run
+   never verifies a round twice;
 3. per task, the top `top_k` candidates by (discounted) reward, correct ones only (ties by
    speedup, then the shorter completion), become prompt/completion pairs (a refined candidate
    keeps its conversation: the first attempt and the verifier's feedback are its prompt);
@@ -38,10 +38,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import random
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from ...core.config import ConfigError, RunConfig
 from ...core.jsonio import read_json, read_jsonl, write_json, write_jsonl
@@ -51,81 +53,23 @@ from ...model.prompts import build_messages, format_completion
 from ...rollout import Rollout, SamplingConfig
 from ...tasks.task import Task
 from ...verify.batch import VerifyAhead, training_verify_config
-from ...verify.verdict import Verdict
 from .best import maybe_record_best
+from .candidate import Candidate, as_candidate
 from .curriculum import Curriculum, CurriculumSettings
 from .groups import StepContext, collect_step, curriculum_results
-from .log import append_rl_log, rollout_info, step_timing, trim_rl_log, verdict_stats
+from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl_log
 from .refine import history_messages
 from .run_frame import RLResult, RLRun, fingerprint_digest, open_run, verifier_pool
 
 METHOD = "best_of_n"
 ExtraCandidates = Callable[[Task, int], Sequence[str]]
+C = TypeVar("C", Candidate, Mapping[str, Any])
 
 
 def reference_candidates(task: Task, round_index: int) -> list[str]:
     """An `extra_candidates` hook: the task's reference solution as one more candidate (a
     known-correct completion, for tests and for seeding a cold-start policy)."""
     return [format_completion(task.reference_solution)] if task.reference_solution else []
-
-
-# --------------------------------------------------------------------------- selection
-
-
-def _rank_key(c: dict[str, Any], discount: float = 1.0) -> tuple:
-    v = c["verdict"]
-    speed = v.get("speedup")
-    speed = speed if isinstance(speed, (int, float)) and math.isfinite(speed) else float("-inf")
-    reward = float(v.get("reward", 0.0)) * discount ** c.get("turn", 0)  # a refinement earns less than a first try
-    return (-reward, -speed, c.get("num_tokens", 0), c["injected"], c.get("turn", 0), c["sample_index"])
-
-
-def select_top_k(candidates: Sequence[dict[str, Any]], k: int, discount: float = 1.0) -> list[dict[str, Any]]:
-    """The best `k` correct candidates of one task: by reward (a refinement's discounted per
-    turn), then speedup, then the shorter completion; identical completions count once."""
-    correct = [c for c in candidates if c["verdict"].get("correct")]
-    out, seen = [], set()
-    for c in sorted(correct, key=lambda c: _rank_key(c, discount)):
-        text = c["text"].strip()
-        if text in seen:
-            continue
-        seen.add(text)
-        out.append(c)
-        if len(out) == k:
-            break
-    return out
-
-
-def replay_rows(corpus: Path, n: int, seed: int) -> list[dict[str, Any]]:
-    """`n` examples of the SFT corpus (01_data's sft_train.jsonl) as prompt/completion rows, the
-    families taken in turn (a seeded order of families, and of examples within each), so a small
-    `n` still reaches many families. At most the whole corpus."""
-    import random
-
-    by_family: dict[str, list[dict[str, Any]]] = {}
-    for rec in read_jsonl(corpus):
-        by_family.setdefault(str(rec.get("op_family") or ""), []).append(
-            {"prompt": rec["prompt"], "completion": rec["completion"]})
-    rng = random.Random(seed)
-    families = sorted(by_family)
-    rng.shuffle(families)
-    for name in families:
-        rng.shuffle(by_family[name])
-    rows: list[dict[str, Any]] = []
-    depth = 0
-    while len(rows) < n and any(depth < len(v) for v in by_family.values()):
-        rows += [by_family[f][depth] for f in families if depth < len(by_family[f])][:n - len(rows)]
-        depth += 1
-    return rows
-
-
-def training_rows(kept: Sequence[dict[str, Any]], tasks_by_id: dict[str, Task]) -> list[dict[str, Any]]:
-    """SFT rows (TRL's conversational prompt/completion) from the kept candidates: the same prompt
-    the policy saw (for a refinement, the conversation up to it), and the completion exactly as it
-    was written."""
-    return [{"prompt": build_messages(tasks_by_id[c["task_id"]])
-             + history_messages([(text, verdict) for text, verdict in c.get("history") or []]),
-             "completion": [{"role": "assistant", "content": c["text"].strip()}]} for c in kept]
 
 
 # --------------------------------------------------------------------------- the loop
@@ -143,87 +87,64 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
     `score_final`: sample and verify once more after the last round to measure the final adapter.
     """
     say = echo or (lambda s: print(s, flush=True))
-    corpus = (paths or cfg.paths).sft_train
-    if cfg.rl.replay_ratio > 0 and not corpus.is_file():
-        raise ConfigError(f"rl.replay_ratio={cfg.rl.replay_ratio} replays the SFT corpus, and there is none at {corpus}: "
-                          "run 01_data in this run (or copy its sft_train.jsonl there), or set replay_ratio=0")
+    _check_replay_corpus(cfg, paths)
     run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
-    paths, rounds = run.paths, cfg.rl.rounds
-    done = rounds_finished(paths)
-    marker = run.finished_adapter()
-    if run.resuming and done >= rounds and marker and marker.get("final") \
-            and (not score_final or marker.get("scored")):
-        say(f"RL best-of-N already finished: {rounds} rounds, adapter at {paths.rl_checkpoint}")
-        return run.result("already_done", rounds)
-    history = trim_rl_log(paths, "round", done)
-    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
-                                   upto_step=done)
-    by_level = run.by_level
-    if done:
-        say(f"RL best-of-N: resuming after round {done - 1} of {rounds}")
-    levels = ", ".join(f"L{k}: {len(v)}" for k, v in sorted(by_level.items()))
-    say(f"RL best-of-N: {len(run.tasks)} training tasks ({levels}), "
-        f"{rounds} rounds x {cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples, keep top {cfg.rl.top_k}")
-
-    model, tokenizer = models.load_policy(cfg, adapter=paths.rl_round(done - 1).adapter if done else run.start,
-                                          trainable=True)
-    if done:  # a kill between saving a round's adapter and checkpoints/rl leaves the latter behind
-        marker = run.finished_adapter()
-        if not (marker and marker.get("round") == done - 1):
-            _save_round_adapter(run, model, tokenizer, done - 1, to_round_folder=False)
-    sampling = SamplingConfig.from_config(cfg, engine=engine)
-    sampler = Rollout(model, tokenizer, engine=engine)
-    if sampler.note:
-        say(f"RL: {sampler.note}")
-
+    done = rounds_finished(run.paths)
+    if _finished_before(run, done, score_final):
+        return run.result("already_done", cfg.rl.rounds)
+    s = _set_up(run, done, engine)
     with verifier_pool(cfg, pool) as pool, VerifyAhead(pool, training_verify_config(cfg)) as ahead:
-        ctx = StepContext(cfg, METHOD, sampler, sampling, ahead, curriculum, by_level, extra_candidates, "append", say)
-        for r in range(done, rounds + (1 if score_final else 0)):
+        ctx = StepContext(cfg, METHOD, s.sampler, s.sampling, ahead, s.curriculum, run.by_level, extra_candidates,
+                          "append", say)
+        for r in range(done, cfg.rl.rounds + (1 if score_final else 0)):
             t_round = time.perf_counter()
-            scoring = r >= rounds  # the extra pass that only measures the final adapter
-            p_used = curriculum.p_level2
-            cands, info = _round_candidates(run, ctx, r, scoring)
-            policy = [c for c in cands if not c["injected"] and c.get("turn", 0) == 0]
-            stats = verdict_stats([c["level"] for c in policy], [Verdict.from_dict(c["verdict"]) for c in policy],
-                                  [c["task_id"] for c in policy])
+            scoring = r >= cfg.rl.rounds  # the extra pass that only measures the final adapter
+            p_used = s.curriculum.p_level2
+            cands, info = _round_candidates(run, ctx, r, scoring)  # drawn, sampled, verified (or read back)
+            stats = policy_stats(cands)  # the policy that sampled this round, by its own first attempts
             results, per_task = curriculum_results(cands)
-            cur_rec = curriculum.update(results, task_results=per_task, method=METHOD, round=r)
-            maybe_record_best(paths, model, tokenizer, run.base_spec, method=METHOD, stats=stats,
+            cur = s.curriculum.update(results, task_results=per_task, method=METHOD, round=r)
+            maybe_record_best(run.paths, s.model, s.tokenizer, run.base_spec, method=METHOD, stats=stats,
                               where={"round": r, "policy": "sft" if r == 0 else f"round-{r - 1:03d}"})
-            record: dict[str, Any] = {"method": METHOD, "round": r, "scoring_only": scoring,
-                                      "tasks": info["tasks"], **stats,
-                                      "injected": sum(c["injected"] for c in cands),
-                                      "signal": info["signal"], "refine": info.get("refine") or None,
-                                      "rollout": info["rollout"], "verify": info["verify"],
-                                      "verifications_per_min": info["verify"]["per_minute"],
-                                      "rollout_tokens_per_s": info["rollout"]["tokens_per_s"],
-                                      "curriculum_p": p_used, "curriculum_running_l1": cur_rec.running_l1_rate,
-                                      "curriculum_triggered_at": cur_rec.triggered_at}
+            record = _round_record(r, scoring, cands, info, stats, p_used, cur)
             train_s = 0.0
-            if not scoring:
-                t_train = time.perf_counter()
-                record.update(_keep_and_train(run, r, cands, model, tokenizer, sampler))
-                _save_round_adapter(run, model, tokenizer, r, to_round_folder=True)
-                train_s = time.perf_counter() - t_train
+            if scoring:
+                _mark_scored(run.paths)
             else:
-                root = paths.rl_checkpoint
-                write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "scored": True})
+                t_train = time.perf_counter()
+                record.update(_keep_and_train(run, s, r, cands))  # each task's best, fine-tuned on
+                _save_round_adapter(run, s.model, s.tokenizer, r, to_round_folder=True)
+                train_s = time.perf_counter() - t_train
             record["timing"] = step_timing(info["timing"], train_s, time.perf_counter() - t_round,
                                            reused=info.get("reused", False))
-            append_rl_log(paths, record)
-            history.append(record)
-            sig = info["signal"]
-            say(f"round {r}: correct {stats['correct']}/{stats['samples']} "
-                f"(rate {stats['correct_rate'] if stats['correct_rate'] is not None else float('nan'):.3f}), "
-                f"mean reward {stats['mean_reward'] if stats['mean_reward'] is not None else float('nan'):.3f}, "
-                f"kept {record.get('kept', '-')}, groups with signal {sig['with_signal']}/{sig['groups']}, "
-                f"P(L2)={p_used:.2f}; {_timing_words(record['timing'])}")
-    result = run.result("resumed" if done else "trained", rounds, history)
+            append_rl_log(run.paths, record)
+            s.history.append(record)
+            say(_round_words(r, stats, record, p_used))
+    result = run.result("resumed" if done else "trained", cfg.rl.rounds, s.history)
     say(result.summary())
     return result
 
 
-# --------------------------------------------------------------------------- one round's pieces
+# --------------------------------------------------------------------------- set-up and resume
+
+
+@dataclass
+class _Rounds:
+    """What every round of this call shares: the policy and its sampler, the curriculum, the log."""
+
+    model: Any
+    tokenizer: Any
+    sampling: SamplingConfig
+    sampler: Rollout
+    curriculum: Curriculum
+    history: list[dict[str, Any]]  # the rl_log records: the finished rounds', then this call's
+
+
+def _check_replay_corpus(cfg: RunConfig, paths: RunPaths | None) -> None:
+    corpus = (paths or cfg.paths).sft_train
+    if cfg.rl.replay_ratio > 0 and not corpus.is_file():
+        raise ConfigError(f"rl.replay_ratio={cfg.rl.replay_ratio} replays the SFT corpus, and there is none at {corpus}: "
+                          "run 01_data in this run (or copy its sft_train.jsonl there), or set replay_ratio=0")
 
 
 def rounds_finished(paths: RunPaths) -> int:
@@ -234,24 +155,88 @@ def rounds_finished(paths: RunPaths) -> int:
     return done
 
 
-def _round_candidates(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tuple[list[dict], dict]:
+def _finished_before(run: RLRun, done: int, score_final: bool) -> bool:
+    """A resumed run with nothing left to do: every round trained, the final adapter in
+    checkpoints/rl (and scored, when asked)."""
+    marker = run.finished_adapter()
+    if run.resuming and done >= run.cfg.rl.rounds and marker and marker.get("final") \
+            and (not score_final or marker.get("scored")):
+        run.say(f"RL best-of-N already finished: {run.cfg.rl.rounds} rounds, adapter at {run.paths.rl_checkpoint}")
+        return True
+    return False
+
+
+def _set_up(run: RLRun, done: int, engine: str) -> _Rounds:
+    """The log and the curriculum cut back to the `done` finished rounds, and the policy they left
+    (the SFT adapter on a fresh start) loaded with its sampler."""
+    cfg, paths, say = run.cfg, run.paths, run.say
+    history = trim_rl_log(paths, "round", done)
+    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
+                                   upto_step=done)
+    if done:
+        say(f"RL best-of-N: resuming after round {done - 1} of {cfg.rl.rounds}")
+    levels = ", ".join(f"L{k}: {len(v)}" for k, v in sorted(run.by_level.items()))
+    say(f"RL best-of-N: {len(run.tasks)} training tasks ({levels}), "
+        f"{cfg.rl.rounds} rounds x {cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples, keep top {cfg.rl.top_k}")
+    model, tokenizer = models.load_policy(cfg, adapter=paths.rl_round(done - 1).adapter if done else run.start,
+                                          trainable=True)
+    if done:
+        _restore_latest_adapter(run, model, tokenizer, done - 1)
+    sampling = SamplingConfig.from_config(cfg, engine=engine)
+    sampler = Rollout(model, tokenizer, engine=engine)
+    if sampler.note:
+        say(f"RL: {sampler.note}")
+    return _Rounds(model, tokenizer, sampling, sampler, curriculum, history)
+
+
+def _restore_latest_adapter(run: RLRun, model, tokenizer, r: int) -> None:
+    """A kill between saving round `r`'s adapter to its folder and to checkpoints/rl leaves the
+    latter behind: save the loaded one (round `r`'s) there."""
+    marker = run.finished_adapter()
+    if not (marker and marker.get("round") == r):
+        _save_round_adapter(run, model, tokenizer, r, to_round_folder=False)
+
+
+def _mark_scored(paths: RunPaths) -> None:
+    """The final adapter has been measured (`score_final`): a later call finds the run finished."""
+    root = paths.rl_checkpoint
+    write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "scored": True})
+
+
+# --------------------------------------------------------------------------- one round's pieces
+
+
+def _round_candidates(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tuple[list[Candidate], dict]:
     """The round's candidates with their verdicts: read back when the round was verified before
-    (a resumed run), otherwise drawn, sampled, verified (rl_groups.collect_step) and written to
-    the round's folder."""
+    (a resumed run), otherwise drawn, sampled, verified and written to the round's folder."""
+    reused = _reuse_round(run, ctx, r)
+    return reused if reused is not None else _collect_round(run, ctx, r, scoring)
+
+
+def _reuse_round(run: RLRun, ctx: StepContext, r: int) -> tuple[list[Candidate], dict] | None:
+    """A round verified before (its round.json says so, and the curriculum draws the same tasks
+    again): its candidates from samples.jsonl; None when it must be collected afresh."""
     files = run.paths.rl_round(r)
     meta = read_json(files.meta, None)
-    if meta and meta.get("verified"):
-        # open the curriculum's step as the first run did: the same draw, the same redraw count
-        drawn = ctx.curriculum.sample_tasks(ctx.by_level, run.cfg.rl.tasks_per_round, rng=ctx.curriculum.rng(r))
-        if meta.get("drawn") == [t.id for t in drawn]:
-            ctx.curriculum.count_redrawn(int(meta["info"]["signal"].get("drawn", 0)) - len(drawn))
-            cands = read_jsonl(files.samples)
-            run.say(f"round {r}: reusing its {len(cands)} verified candidates")
-            return cands, {**meta["info"], "reused": True}
+    if not (meta and meta.get("verified")):
+        return None
+    # open the curriculum's step as the first run did: the same draw, the same redraw count
+    drawn = ctx.curriculum.sample_tasks(ctx.by_level, run.cfg.rl.tasks_per_round, rng=ctx.curriculum.rng(r))
+    if meta.get("drawn") != [t.id for t in drawn]:
+        return None
+    ctx.curriculum.count_redrawn(int(meta["info"]["signal"].get("drawn", 0)) - len(drawn))
+    cands = [Candidate.from_dict(d) for d in read_jsonl(files.samples)]
+    run.say(f"round {r}: reusing its {len(cands)} verified candidates")
+    return cands, {**meta["info"], "reused": True}
+
+
+def _collect_round(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tuple[list[Candidate], dict]:
+    """Draw, sample, verify (groups.collect_step) and write samples.jsonl and round.json."""
+    files = run.paths.rl_round(r)
     shutil.rmtree(files.dir, ignore_errors=True)
     ctx.sampler.refresh()
     step = collect_step(ctx, r, run.cfg.rl.tasks_per_round)
-    cands = [{k: v for k, v in c.items() if k != "token_ids"} for c in step.candidates]
+    cands = step.candidates
     gen_s = step.timing["generate_s"] + step.timing["refine_generate_s"]
     info = {"tasks": [t.id for t in step.tasks], "signal": step.signal, "refine": step.refine,
             "timing": step.timing, "verify": step.verify, "rollout": rollout_info(step.rollout, gen_s)}
@@ -265,28 +250,44 @@ def _round_candidates(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tu
     return cands, info
 
 
-def _timing_words(t: dict[str, Any]) -> str:
-    return (f"generate {t['generate_s']:.1f}s, verify {t['verify_s']:.1f}s (waited {t['verify_wait_s']:.1f}s), "
-            f"train {t['train_s']:.1f}s")
+def _round_record(r: int, scoring: bool, cands: Sequence[Candidate], info: dict[str, Any], stats: dict[str, Any],
+                  p_used: float, cur) -> dict[str, Any]:
+    """The round's rl_log record, before its kept / train entries and timing."""
+    return {"method": METHOD, "round": r, "scoring_only": scoring, "tasks": info["tasks"], **stats,
+            "injected": sum(c.injected for c in cands),
+            "signal": info["signal"], "refine": info.get("refine") or None,
+            "rollout": info["rollout"], "verify": info["verify"],
+            "verifications_per_min": info["verify"]["per_minute"],
+            "rollout_tokens_per_s": info["rollout"]["tokens_per_s"],
+            "curriculum_p": p_used, "curriculum_running_l1": cur.running_l1_rate,
+            "curriculum_triggered_at": cur.triggered_at}
 
 
-def _keep_and_train(run: RLRun, r: int, cands: list[dict[str, Any]], model, tokenizer,
-                    sampler: Rollout) -> dict[str, Any]:
+def _round_words(r: int, stats: dict[str, Any], record: dict[str, Any], p_used: float) -> str:
+    sig, t = record["signal"], record["timing"]
+    nan = float("nan")
+    rate = stats["correct_rate"] if stats["correct_rate"] is not None else nan
+    mean = stats["mean_reward"] if stats["mean_reward"] is not None else nan
+    return (f"round {r}: correct {stats['correct']}/{stats['samples']} (rate {rate:.3f}), mean reward {mean:.3f}, "
+            f"kept {record.get('kept', '-')}, groups with signal {sig['with_signal']}/{sig['groups']}, "
+            f"P(L2)={p_used:.2f}; generate {t['generate_s']:.1f}s, verify {t['verify_s']:.1f}s "
+            f"(waited {t['verify_wait_s']:.1f}s), train {t['train_s']:.1f}s")
+
+
+def _keep_and_train(run: RLRun, s: _Rounds, r: int, cands: list[Candidate]) -> dict[str, Any]:
     """Keep each task's top_k correct candidates (kept.jsonl) and fine-tune the policy on them;
     -> the record's kept / train entries."""
     import torch
 
-    kept: list[dict[str, Any]] = []
-    for tid in dict.fromkeys(c["task_id"] for c in cands):  # a task drawn twice is one pool of candidates
-        kept += select_top_k([c for c in cands if c["task_id"] == tid], run.cfg.rl.top_k, run.cfg.rl.refine_discount)
+    kept: list[Candidate] = []
+    for tid in dict.fromkeys(c.task_id for c in cands):  # a task drawn twice is one pool of candidates
+        kept += select_top_k([c for c in cands if c.task_id == tid], run.cfg.rl.top_k, run.cfg.rl.refine_discount)
     files = run.paths.rl_round(r)
-    write_jsonl(files.kept, ({k: c.get(k) for k in ("task_id", "sample_index", "turn", "injected", "text", "history")}
-                             | {"reward": c["verdict"]["reward"], "speedup": c["verdict"].get("speedup")}
-                             for c in kept))
-    out: dict[str, Any] = {"kept": len(kept), "kept_injected": sum(c["injected"] for c in kept),
-                           "kept_by_task": {tid: sum(c["task_id"] == tid for c in kept)
-                                            for tid in dict.fromkeys(c["task_id"] for c in kept)}}
-    sampler.release()
+    write_jsonl(files.kept, (c.kept_record() for c in kept))
+    out: dict[str, Any] = {"kept": len(kept), "kept_injected": sum(c.injected for c in kept),
+                           "kept_by_task": {tid: sum(c.task_id == tid for c in kept)
+                                            for tid in dict.fromkeys(c.task_id for c in kept)}}
+    s.sampler.release()
     if kept:
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -294,7 +295,7 @@ def _keep_and_train(run: RLRun, r: int, cands: list[dict[str, Any]], model, toke
         replay = replay_rows(run.paths.sft_train, round(run.cfg.rl.replay_ratio * len(kept)), run.cfg.seed + r) \
             if run.cfg.rl.replay_ratio > 0 else []
         out["replayed"] = len(replay)
-        out["train"] = _fine_tune(run.cfg, model, tokenizer, rows + replay, files.trainer_dir,
+        out["train"] = _fine_tune(run.cfg, s.model, s.tokenizer, rows + replay, files.trainer_dir,
                                   seed=run.cfg.seed + 1000 * (r + 1))
         also = f" and {len(replay)} replayed SFT examples" if replay else ""
         run.say(f"round {r}: fine-tuned on {len(kept)} kept completions{also} (loss {out['train'].get('train_loss')})")
@@ -312,6 +313,66 @@ def _save_round_adapter(run: RLRun, model, tokenizer, r: int, to_round_folder: b
     if to_round_folder:
         models.save_checkpoint(model, tokenizer, run.paths.rl_round(r).adapter, base_model=run.base_spec, extra=extra)
     models.save_checkpoint(model, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra=extra)
+
+
+# --------------------------------------------------------------------------- selection and fine-tuning
+
+
+def _rank_key(c: Candidate, discount: float = 1.0) -> tuple:
+    speed = c.verdict.get("speedup")
+    speed = speed if isinstance(speed, (int, float)) and math.isfinite(speed) else float("-inf")
+    reward = float(c.verdict.get("reward", 0.0)) * discount ** c.turn  # a refinement earns less than a first try
+    return (-reward, -speed, c.num_tokens, c.injected, c.turn, c.sample_index)
+
+
+def select_top_k(candidates: Sequence[C], k: int, discount: float = 1.0) -> list[C]:
+    """The best `k` correct candidates of one task: by reward (a refinement's discounted per
+    turn), then speedup, then the shorter completion; identical completions count once.
+    Candidates or their samples.jsonl dicts; what comes back is what was given."""
+    correct = [(c, cand) for c in candidates if (cand := as_candidate(c)).correct]
+    out, seen = [], set()
+    for c, cand in sorted(correct, key=lambda pair: _rank_key(pair[1], discount)):
+        text = cand.text.strip()
+        if text in seen:
+            continue
+        seen.add(text)
+        out.append(c)
+        if len(out) == k:
+            break
+    return out
+
+
+def training_rows(kept: Sequence[Candidate | Mapping[str, Any]], tasks_by_id: dict[str, Task]) -> list[dict[str, Any]]:
+    """SFT rows (TRL's conversational prompt/completion) from the kept candidates: the same prompt
+    the policy saw (for a refinement, the conversation up to it), and the completion exactly as it
+    was written."""
+    rows = []
+    for c in map(as_candidate, kept):
+        history = history_messages([(text, verdict) for text, verdict in c.history or []])
+        rows.append({"prompt": build_messages(tasks_by_id[c.task_id]) + history,
+                     "completion": [{"role": "assistant", "content": c.text.strip()}]})
+    return rows
+
+
+def replay_rows(corpus: Path, n: int, seed: int) -> list[dict[str, Any]]:
+    """`n` examples of the SFT corpus (01_data's sft_train.jsonl) as prompt/completion rows, the
+    families taken in turn (a seeded order of families, and of examples within each), so a small
+    `n` still reaches many families. At most the whole corpus."""
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for rec in read_jsonl(corpus):
+        by_family.setdefault(str(rec.get("op_family") or ""), []).append(
+            {"prompt": rec["prompt"], "completion": rec["completion"]})
+    rng = random.Random(seed)
+    families = sorted(by_family)
+    rng.shuffle(families)
+    for name in families:
+        rng.shuffle(by_family[name])
+    rows: list[dict[str, Any]] = []
+    depth = 0
+    while len(rows) < n and any(depth < len(v) for v in by_family.values()):
+        rows += [by_family[f][depth] for f in families if depth < len(by_family[f])][:n - len(rows)]
+        depth += 1
+    return rows
 
 
 def _fine_tune(cfg: RunConfig, model, tokenizer, rows: list[dict[str, Any]], workdir: Path, seed: int) -> dict:

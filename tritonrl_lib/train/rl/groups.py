@@ -3,10 +3,8 @@ refine the failures (optional), and redraw the groups that carry no learning sig
 
     step = collect_step(ctx, step_index)      # -> StepGroups: groups, candidates, log entries
 
-A *group* is one task's `n` samples. Each sample is a candidate dict (the form best-of-N writes
-to samples.jsonl): task_id, level, group, sample_index, turn (0 = the first attempt), injected,
-text, token_ids, num_tokens, finish_reason, verdict (dict), reward (the trajectory's reward,
-refine.py), and for a refinement `parent` (the candidate it fixes) and `history`.
+A *group* is one task's `n` samples, each a `Candidate` (candidate.py: the text, its verdict
+and reward, and for a refinement its `parent` and `history`).
 
 Speed (issue 17): the tasks are generated in `overlap_chunks` chunks; each chunk's candidates
 are verified in the background (verify_batch.VerifyAhead) while the next chunk generates, and
@@ -31,6 +29,7 @@ from ...model.prompts import format_prompt
 from ...rollout import RolloutStats, SamplingConfig
 from ...tasks.task import Task
 from ...verify.batch import VerifyAhead, VerifyStats
+from .candidate import Candidate
 from .refine import discounted_reward, refinement_prompt
 
 SIGNAL_RULES = {"grpo": "rewards differ within the group", "best_of_n": "a correct candidate to keep"}
@@ -58,9 +57,9 @@ class StepContext:
 
 @dataclass
 class StepGroups:
-    groups: list[list[dict[str, Any]]]  # the step's final groups (turn-0 candidates), one per slot
+    groups: list[list[Candidate]]  # the step's final groups (turn-0 candidates), one per slot
     tasks: list[Task]  # each final group's task
-    candidates: list[dict[str, Any]]  # every candidate generated this step: replaced groups and refinements too
+    candidates: list[Candidate]  # every candidate generated this step: replaced groups and refinements too
     signal: dict[str, Any]
     timing: dict[str, float]
     verify: dict[str, Any]
@@ -69,10 +68,10 @@ class StepGroups:
     refine: dict[str, Any] = field(default_factory=dict)
 
 
-def has_signal(group: Sequence[dict[str, Any]], method: str, refinements: Sequence[dict[str, Any]] = ()) -> bool:
+def has_signal(group: Sequence[Candidate], method: str, refinements: Sequence[Candidate] = ()) -> bool:
     if method == "grpo":
-        return len({round(float(c["reward"]), 6) for c in group}) > 1
-    return any(c["verdict"].get("correct") for c in [*group, *refinements])
+        return len({round(float(c.reward), 6) for c in group}) > 1
+    return any(c.correct for c in [*group, *refinements])
 
 
 def _merge_stats(total: RolloutStats, part: RolloutStats) -> None:
@@ -113,11 +112,11 @@ class _Collector:
         return res.completions, dt
 
     def generate_and_verify(self, items: list[tuple[Task, str]], n: int,
-                            make: Callable[[int, Task, list[Any]], list[dict[str, Any]]],
-                            refine: bool = False) -> list[list[dict[str, Any]]]:
+                            make: Callable[[int, Task, list[Any]], list[Candidate]],
+                            refine: bool = False) -> list[list[Candidate]]:
         """For each (task, prompt) `n` completions turned into candidates by `make(i, task,
         completions)`, verified; chunks generate while earlier chunks verify."""
-        out: list[list[dict[str, Any]] | None] = [None] * len(items)
+        out: list[list[Candidate] | None] = [None] * len(items)
         pending = []
         for part in _chunks(len(items), self.ctx.cfg.rl.overlap_chunks):
             self.calls += 1
@@ -128,7 +127,7 @@ class _Collector:
             for i, group in zip(part, comps):
                 out[i] = make(i, items[i][0], group)
                 batch += out[i]
-            fut = self.ctx.verifier.submit([self.ctx.by_id[c["task_id"]] for c in batch], [c["text"] for c in batch],
+            fut = self.ctx.verifier.submit([self.ctx.by_id[c.task_id] for c in batch], [c.text for c in batch],
                                            desc=f"verify step {self.step}")
             pending.append((batch, fut))
         t0 = time.perf_counter()
@@ -136,35 +135,34 @@ class _Collector:
             verdicts, vs = fut.result()
             self.vstats = self.vstats.add(vs)
             for c, v in zip(batch, verdicts):
-                c["verdict"] = v.to_dict()
-                c["reward"] = float(v.reward)
+                c.set_verdict(v)
         self.timing["verify_wait_s"] += time.perf_counter() - t0
         self.timing["verify_s"] = self.vstats.seconds
         return out  # type: ignore[return-value]
 
 
 def _candidates_for(ctx: StepContext, step: int, slot: int, task: Task, completions: list[Any],
-                    n: int) -> list[dict[str, Any]]:
+                    n: int) -> list[Candidate]:
     """A group's candidates: the policy's `n` samples and the extra_candidates hook's (injected)."""
     tok = ctx.sampler.tokenizer
-    cands = [{"task_id": task.id, "level": task.level, "group": slot, "sample_index": c.sample_index, "turn": 0,
-              "injected": False, "text": c.text, "token_ids": list(c.token_ids), "num_tokens": c.num_tokens,
-              "finish_reason": c.finish_reason, "seconds": c.seconds} for c in completions]
+    cands = [Candidate(task_id=task.id, level=task.level, group=slot, sample_index=c.sample_index, text=c.text,
+                       token_ids=list(c.token_ids), num_tokens=c.num_tokens, finish_reason=c.finish_reason,
+                       seconds=c.seconds) for c in completions]
     extra = list(ctx.extra_candidates(task, step)) if ctx.extra_candidates else []
-    injected = [{"task_id": task.id, "level": task.level, "group": slot, "sample_index": 0, "turn": 0,
-                 "injected": True, "text": text, "token_ids": tok(text, add_special_tokens=False)["input_ids"],
-                 "num_tokens": 0, "finish_reason": "injected", "seconds": 0.0} for text in extra]
+    injected = [Candidate(task_id=task.id, level=task.level, group=slot, sample_index=0, text=text, injected=True,
+                          token_ids=tok(text, add_special_tokens=False)["input_ids"], finish_reason="injected")
+                for text in extra]
     if ctx.inject == "replace":
         injected = injected[:n]
         for j, c in enumerate(injected):
-            c["sample_index"] = j
+            c.sample_index = j
         return injected + cands[len(injected):]
     for j, c in enumerate(injected):
-        c["sample_index"] = n + j
+        c.sample_index = n + j
     return cands + injected
 
 
-def _draw_groups(col: _Collector, tasks: list[Task], first_slot: int) -> list[list[dict[str, Any]]]:
+def _draw_groups(col: _Collector, tasks: list[Task], first_slot: int) -> list[list[Candidate]]:
     ctx, n = col.ctx, col.ctx.cfg.rl.n_samples
     tok = ctx.sampler.tokenizer
     items = [(t, format_prompt(tok, t)) for t in tasks]
@@ -172,49 +170,47 @@ def _draw_groups(col: _Collector, tasks: list[Task], first_slot: int) -> list[li
         items, n, lambda i, task, comps: _candidates_for(ctx, col.step, first_slot + i, task, comps, n))
 
 
-def _refine(col: _Collector, groups: list[list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _refine(col: _Collector, groups: list[list[Candidate]]) -> tuple[list[Candidate], dict[str, Any]]:
     """`refine_turns` turns of refinement for every failed policy candidate; each sample's
     trajectory reward (its `reward`) becomes the best discounted reward along it."""
     ctx, rl = col.ctx, col.ctx.cfg.rl
     tok = ctx.sampler.tokenizer
-    made: list[dict[str, Any]] = []
-    open_ = [c for g in groups for c in g if not c["injected"] and not c["verdict"].get("correct")]
+    made: list[Candidate] = []
+    open_ = [c for g in groups for c in g if not c.injected and not c.correct]
     chain = {id(c): [c] for c in open_}
     for turn in range(1, rl.refine_turns + 1):
         if not open_:
             break
         items, parents = [], []
         for c in open_:
-            history = [(x["text"], x["verdict"]) for x in chain[id(c)]]
-            task = ctx.by_id[c["task_id"]]
+            history = [(x.text, x.verdict) for x in chain[id(c)]]
+            task = ctx.by_id[c.task_id]
             items.append((task, refinement_prompt(tok, task, history)))
             parents.append(c)
 
         def make(i, task, comps, turn=turn, parents=parents):
             root, comp = parents[i], comps[0]
-            return [{"task_id": task.id, "level": task.level, "group": root["group"],
-                     "sample_index": root["sample_index"], "turn": turn, "injected": False, "text": comp.text, "token_ids": list(comp.token_ids),
-                     "num_tokens": comp.num_tokens, "finish_reason": comp.finish_reason, "seconds": comp.seconds,
-                     "parent": f"{root['group']}:{root['sample_index']}",
-                     "history": [[x["text"], {k: x["verdict"].get(k) for k in ("stage", "reason", "error")}]
-                                 for x in chain[id(root)]]}]
+            return [Candidate(task_id=task.id, level=task.level, group=root.group, sample_index=root.sample_index,
+                              turn=turn, text=comp.text, token_ids=list(comp.token_ids), num_tokens=comp.num_tokens,
+                              finish_reason=comp.finish_reason, seconds=comp.seconds, parent=root.key,
+                              history=[x.history_entry() for x in chain[id(root)]])]
 
         got = col.generate_and_verify(items, 1, make, refine=True)
         nxt = []
         for root, (cand,) in zip(parents, got):
             chain[id(root)].append(cand)
             made.append(cand)
-            if not cand["verdict"].get("correct"):
+            if not cand.correct:
                 nxt.append(root)
         open_ = nxt
     fixed = 0
     for root_id, c_chain in chain.items():
         root = c_chain[0]
-        root["first_reward"] = root["reward"]
-        root["reward"] = discounted_reward([x["reward"] for x in c_chain], rl.refine_discount)
-        fixed += any(x["verdict"].get("correct") for x in c_chain[1:])
+        root.first_reward = root.reward
+        root.reward = discounted_reward([x.reward for x in c_chain], rl.refine_discount)
+        fixed += any(x.correct for x in c_chain[1:])
     return made, {"turns": rl.refine_turns, "refined": len(chain), "candidates": len(made),
-                  "correct": sum(bool(c["verdict"].get("correct")) for c in made), "fixed": fixed,
+                  "correct": sum(c.correct for c in made), "fixed": fixed,
                   "discount": rl.refine_discount}
 
 
@@ -225,12 +221,12 @@ def collect_step(ctx: StepContext, step: int, n_slots: int) -> StepGroups:
     drawn = ctx.curriculum.sample_tasks(ctx.by_level, n_slots, rng=ctx.curriculum.rng(step))
     groups = _draw_groups(col, drawn, 0)
     tasks = list(drawn)
-    refinements: list[dict[str, Any]] = []
+    refinements: list[Candidate] = []
     refine_info: dict[str, Any] = {}
     if ctx.cfg.rl.refine_turns:
         refinements, refine_info = _refine(col, groups)
-    def signal_of(g: list[dict[str, Any]], refs: Sequence[dict[str, Any]]) -> bool:
-        return has_signal(g, ctx.method, [c for c in refs if c["group"] == g[0]["group"]])
+    def signal_of(g: list[Candidate], refs: Sequence[Candidate]) -> bool:
+        return has_signal(g, ctx.method, [c for c in refs if c.group == g[0].group])
 
     first_signal = sum(signal_of(g, refinements) for g in groups)
     everything = [c for g in groups for c in g]
@@ -245,7 +241,7 @@ def collect_step(ctx: StepContext, step: int, n_slots: int) -> StepGroups:
         fresh = ctx.curriculum.redraw(ctx.by_level, len(dead), avoid=[t.id for t in tasks])
         new_groups = _draw_groups(col, fresh, next_slot)
         next_slot += len(fresh)
-        new_refs: list[dict[str, Any]] = []
+        new_refs: list[Candidate] = []
         if ctx.cfg.rl.refine_turns:
             new_refs, more = _refine(col, new_groups)
             for k in ("refined", "candidates", "correct", "fixed"):
@@ -266,13 +262,13 @@ def collect_step(ctx: StepContext, step: int, n_slots: int) -> StepGroups:
                       verify=col.vstats.to_dict(), rollout=col.rollout, drawn=list(drawn), refine=refine_info)
 
 
-def curriculum_results(candidates: Sequence[dict[str, Any]]) -> tuple[list[tuple[int, bool]], dict[str, list[int]]]:
+def curriculum_results(candidates: Sequence[Candidate]) -> tuple[list[tuple[int, bool]], dict[str, list[int]]]:
     """The curriculum's inputs from a step's candidates: (level, correct) of every first attempt of
     the policy, and per task [samples, correct]."""
-    own = [c for c in candidates if not c["injected"] and c.get("turn", 0) == 0]
+    own = [c for c in candidates if c.policy_first_attempt]
     per_task: dict[str, list[int]] = {}
     for c in own:
-        t = per_task.setdefault(c["task_id"], [0, 0])
+        t = per_task.setdefault(c.task_id, [0, 0])
         t[0] += 1
-        t[1] += bool(c["verdict"].get("correct"))
-    return [(c["level"], bool(c["verdict"].get("correct"))) for c in own], per_task
+        t[1] += c.correct
+    return [(c.level, c.correct) for c in own], per_task

@@ -18,7 +18,8 @@ Read top to bottom, `train_grpo`:
    them. TRL's loop leaves no room to verify step N while step N+1 generates: the next step's
    completions must come from the policy this step's update makes (on-policy), so the overlap is
    within a step, between its chunks;
-4. the reward function hands TRL the rewards computed in the rollout (`verifier_reward`); the
+4. the reward function hands TRL the rewards computed in the rollout (`verifier_reward`: the fast
+   path; completions without one are verified through rewards.py's plain `reward`); the
    rollout updates the curriculum and records the best policy, and one line per step goes to
    logs/rl_log.jsonl (with TRL's loss, KL and reward statistics, and the generate / verify /
    train seconds, merged in);
@@ -45,14 +46,14 @@ from ...model import load as models
 from ...model.prompts import format_prompt
 from ...rollout import Rollout, SamplingConfig
 from ...tasks.task import Task
-from ...verify.batch import VerifyAhead, training_verify_config, verify_unique
-from ...verify.verdict import Verdict
+from ...verify.batch import VerifyAhead, training_verify_config
 from ..trainer_checkpoints import checkpoint_step, latest_complete_checkpoint, trainer_checkpoints
 from .best import maybe_record_best
 from .curriculum import Curriculum, CurriculumSettings
 from .groups import StepContext, collect_step, curriculum_results
-from .log import append_rl_log, rollout_info, step_timing, trim_rl_log, verdict_stats
-from .run_frame import RLResult, fingerprint_digest, open_run, verifier_pool
+from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl_log
+from .rewards import reward as plain_reward
+from .run_frame import RLResult, RLRun, fingerprint_digest, open_run, verifier_pool
 
 METHOD = "grpo"
 _SLOT = re.compile(r"^curriculum slot (\d+)$")
@@ -119,9 +120,7 @@ class GRPOPieces:
         self.sampler.refresh()  # the optimizer changed the weights since the last step
         got = collect_step(self.ctx, step, len(uniq))
         # the step's statistics: the policy's own first attempts, every group drawn (replaced ones too)
-        own = [c for c in got.candidates if not c["injected"] and c.get("turn", 0) == 0]
-        stats = verdict_stats([c["level"] for c in own], [Verdict.from_dict(c["verdict"]) for c in own],
-                              [c["task_id"] for c in own])
+        stats = policy_stats(got.candidates)
         results, per_task = curriculum_results(got.candidates)
         cur = self.curriculum.update(results, task_results=per_task, method=METHOD, step=step)
         maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
@@ -133,16 +132,16 @@ class GRPOPieces:
             group = got.groups[uniq.index(s)]
             c = group[used[s]]
             used[s] += 1
-            out["prompt_ids"].append(self._prompt(self.tasks_by_id[c["task_id"]]))
+            out["prompt_ids"].append(self._prompt(self.tasks_by_id[c.task_id]))
             # an empty completion would give TRL nothing to score; keep at least one token
-            out["completion_ids"].append(c["token_ids"] or [self.tokenizer.eos_token_id])
-            out["task_id"].append(c["task_id"])
-            out["finish_reason"].append(c["finish_reason"])
-            out["injected"].append(c["injected"])
-            out["reward"].append(float(c["reward"]))
+            out["completion_ids"].append(c.token_ids or [self.tokenizer.eos_token_id])
+            out["task_id"].append(c.task_id)
+            out["finish_reason"].append(c.finish_reason)
+            out["injected"].append(c.injected)
+            out["reward"].append(float(c.reward))
         gen_s = got.timing["generate_s"] + got.timing["refine_generate_s"]
         rec: dict[str, Any] = {"method": METHOD, "step": step, "tasks": [t.id for t in got.tasks], **stats,
-                               "injected": sum(c["injected"] for c in got.candidates),
+                               "injected": sum(c.injected for c in got.candidates),
                                "rewards": out["reward"], "signal": got.signal, "refine": got.refine or None,
                                "rollout": rollout_info(got.rollout, gen_s), "verify": got.verify,
                                "verifications_per_min": got.verify["per_minute"], "curriculum_p": p_used,
@@ -163,15 +162,14 @@ class GRPOPieces:
     def __call__(self, prompts, completions, completion_ids=None, task_id=None, trainer_state=None,
                  injected=None, reward=None, **kwargs) -> list[float]:
         """The reward function: each completion's reward, computed with its verdict in the rollout
-        (verified here only when a caller gives completions without one)."""
+        (the fast path: verified while the next chunk generated); verified here through the plain
+        `rewards.reward` only when a caller gives completions without one."""
         if reward is not None:
             return [float(r) for r in reward]
         if task_id is None:
             raise ValueError("verifier_reward needs the task_id of each completion (from the rollout)")
-        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
-        verdicts, _ = verify_unique(self.pool, [self.tasks_by_id[t] for t in task_id], texts,
-                                    config=self.verify_config, desc="verify")
-        return [float(v.reward) for v in verdicts]
+        return plain_reward(completions, [self.tasks_by_id[t] for t in task_id], pool=self.pool,
+                            config=self.verify_config)
 
     # -- logging ------------------------------------------------------------------------
 
@@ -234,46 +232,24 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
     they are verified and rewarded like the rest, and marked `injected` in the statistics."""
     import torch
     from transformers import set_seed
-    from trl import GRPOTrainer
 
     say = echo or (lambda s: print(s, flush=True))
     run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
-    paths, root = run.paths, run.paths.rl_checkpoint
-    final = run.finished_adapter()
-    if run.resuming and final and final.get("final") and final.get("method") == METHOD:
-        say(f"RL GRPO already finished: {final.get('steps')} steps, adapter at {root}")
-        return run.result("already_done", int(final.get("steps", 0)))
-    resume = latest_complete_checkpoint(root) if run.resuming else None
-    step0 = checkpoint_step(resume) if resume else 0
-    for step, folder in trainer_checkpoints(root):
-        if resume is None or step > step0:
-            shutil.rmtree(folder, ignore_errors=True)  # half-written, or newer than what we resume
-    trim_rl_log(paths, "step", step0)
-    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
-                                   upto_step=step0)
-    say(f"RL GRPO: {len(run.tasks)} training tasks, {cfg.rl.grpo_steps} steps x {cfg.rl.tasks_per_round} tasks "
-        f"x {cfg.rl.n_samples} completions" + (f"; resuming from {resume.name}" if resume else ""))
-
+    finished = _finished_steps(run)
+    if finished is not None:
+        return run.result("already_done", finished)
+    resume, curriculum = _resume_point(run)
     set_seed(cfg.seed)
     model, tokenizer = models.load_policy(cfg, adapter=run.start, trainable=True)
-    device = str(_device_of(model))
     with verifier_pool(cfg, pool) as pool:
-        pieces = GRPOPieces(cfg, paths, model, tokenizer, run.by_level, curriculum, pool, engine, run.base_spec, say,
-                            extra_candidates=extra_candidates)
+        pieces = GRPOPieces(cfg, run.paths, model, tokenizer, run.by_level, curriculum, pool, engine, run.base_spec,
+                            say, extra_candidates=extra_candidates)
         if pieces.sampler.note:
             say(f"RL: {pieces.sampler.note}")
-        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
         try:
-            trainer = GRPOTrainer(model=model, reward_funcs=[pieces], args=_grpo_args(cfg, root, device),
-                                  train_dataset=slot_dataset(cfg.rl.tasks_per_round), processing_class=tokenizer,
-                                  callbacks=[pieces.callback()], rollout_func=pieces.rollout)
+            trainer = grpo_trainer(cfg, model, tokenizer, pieces, run.paths.rl_checkpoint)
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-            steps = int(trainer.state.global_step)
-            policy = trainer.accelerator.unwrap_model(trainer.model)
-            models.save_checkpoint(policy, tokenizer, root, base_model=run.base_spec, extra={
-                "stage": "rl", "method": METHOD, "steps": steps, "final": True,
-                "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
-                "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+            steps = _save_final_adapter(run, trainer, tokenizer)
             del trainer
         except BaseException:
             pieces.close(drop_queued=True)  # an interrupt: no verifying of batches nobody will read
@@ -286,6 +262,57 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
     result = run.result("resumed" if resume else "trained", steps, pieces.history)
     say(result.summary())
     return result
+
+
+def grpo_trainer(cfg: RunConfig, model, tokenizer, pieces: GRPOPieces, output_dir: Path):
+    """TRL's GRPOTrainer as this run sets it up: the dataset (`tasks_per_round` numbered slots the
+    rollout fills with the tasks the curriculum draws), the config (one group batch per optimizer
+    step, checkpoints in `output_dir`), the reward function (`pieces`: the verifier's rewards,
+    computed in the rollout), our rollout function and the rl_log callback."""
+    from trl import GRPOTrainer
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
+    args = _grpo_args(cfg, output_dir, str(_device_of(model)))
+    dataset = slot_dataset(cfg.rl.tasks_per_round)
+    return GRPOTrainer(model=model, reward_funcs=[pieces], args=args, train_dataset=dataset,
+                       processing_class=tokenizer, callbacks=[pieces.callback()], rollout_func=pieces.rollout)
+
+
+def _finished_steps(run: RLRun) -> int | None:
+    """The steps of a resumed GRPO run that already finished (its final adapter saved); None otherwise."""
+    final = run.finished_adapter()
+    if run.resuming and final and final.get("final") and final.get("method") == METHOD:
+        run.say(f"RL GRPO already finished: {final.get('steps')} steps, adapter at {run.paths.rl_checkpoint}")
+        return int(final.get("steps", 0))
+    return None
+
+
+def _resume_point(run: RLRun) -> tuple[Path | None, Curriculum]:
+    """The newest complete Trainer checkpoint to resume from (None: a fresh start); checkpoints
+    past it, or half-written, removed; the log and the curriculum cut back to its step."""
+    cfg, root = run.cfg, run.paths.rl_checkpoint
+    resume = latest_complete_checkpoint(root) if run.resuming else None
+    step0 = checkpoint_step(resume) if resume else 0
+    for step, folder in trainer_checkpoints(root):
+        if resume is None or step > step0:
+            shutil.rmtree(folder, ignore_errors=True)  # half-written, or newer than what we resume
+    trim_rl_log(run.paths, "step", step0)
+    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, run.paths.curriculum_log,
+                                   upto_step=step0)
+    run.say(f"RL GRPO: {len(run.tasks)} training tasks, {cfg.rl.grpo_steps} steps x {cfg.rl.tasks_per_round} tasks "
+            f"x {cfg.rl.n_samples} completions" + (f"; resuming from {resume.name}" if resume else ""))
+    return resume, curriculum
+
+
+def _save_final_adapter(run: RLRun, trainer, tokenizer) -> int:
+    """The trained adapter to checkpoints/rl, marked final; -> the optimizer steps taken."""
+    steps = int(trainer.state.global_step)
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    models.save_checkpoint(policy, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra={
+        "stage": "rl", "method": METHOD, "steps": steps, "final": True,
+        "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return steps
 
 
 def _device_of(model):

@@ -8,6 +8,8 @@ from typing import Any, Sequence
 
 from ...core.jsonio import append_jsonl, read_jsonl, write_jsonl
 from ...core.paths import RunPaths
+from ...verify.verdict import Verdict
+from .candidate import Candidate
 
 
 def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any],
@@ -39,6 +41,13 @@ def verdict_stats(levels: Sequence[int], verdicts: Sequence[Any],
     # candidates that got past extraction and the static check, i.e. ran in a worker process
     out["ran_in_workers"] = sum(n for st, n in stages.items() if st not in ("none", "extract"))
     return out
+
+
+def policy_stats(candidates: Sequence[Candidate]) -> dict[str, Any]:
+    """`verdict_stats` of the policy's own first attempts among a round's or step's candidates
+    (injected ones and refinements left out): how the policy that sampled them is measured."""
+    own = [c for c in candidates if c.policy_first_attempt]
+    return verdict_stats([c.level for c in own], [Verdict.from_dict(c.verdict) for c in own], [c.task_id for c in own])
 
 
 def seen_before(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any] | None]:
