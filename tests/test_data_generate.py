@@ -8,6 +8,8 @@ from tritonrl_lib.core.config import load_config
 from tritonrl_lib.data import generate as gen
 from tritonrl_lib.data.generate import generate_sft_examples, make_candidate
 from tritonrl_lib.data.records import SFTExample, read_sft_examples, write_jsonl
+from tritonrl_lib.tasks.kb_format import module_constants, rewrite_constants
+from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.extract import extract_code
 from tritonrl_lib.model.prompts import build_messages
 
@@ -32,6 +34,27 @@ def test_candidates_are_generated_tasks_with_their_completion():
     assert make_candidate("gemm_bias_relu", 0, 3).key == c.key
 
 
+def _published_candidate(family: str):
+    return next(c for c in (make_candidate(family, 0, i) for i in range(1, 30))
+                if c.prompt_task is not None and not c.task.meta["surface"].count("+inline"))
+
+
+def test_a_published_scale_prompt_shows_the_verified_task_with_larger_constants():
+    c = _published_candidate("relu")
+    small, large = c.task.source, c.prompt_task.source
+    assert small != large and c.prompt_task.id == c.task.id  # the verifier runs `task`; the prompt shows its twin
+    meta = c.task.meta
+    assert rewrite_constants(small, meta["published_shape"]) == large
+    assert module_constants(small) == {**module_constants(small), **meta["shape"]}
+    assert meta["published_numel"] > 10**6 > meta["numel"] and meta["published_scale"]
+    assert (meta["published_numel"] >= 2**31 - 2**20) <= meta["int64_offsets"]
+    ex = gen.to_sft_example(c.prompt_task, c.solution, c.variant, meta=meta)
+    assert ex.source == large and ex.task_id == c.task.id and ex.meta["shape"] == meta["shape"]
+    assert ex.prompt == build_messages(c.prompt_task)
+    house = make_candidate("relu", 0, 0)  # example 0: the house style at the verified sizes
+    assert house.prompt_task is None and house.task.meta["house_surface"] and not house.task.meta["published_scale"]
+
+
 @pytest.mark.slow
 def test_examples_are_verified_balanced_and_deterministic(pool):
     examples, stats = generate_sft_examples(FAMILIES, 12, seed=0, pool=pool, progress=False)
@@ -41,9 +64,14 @@ def test_examples_are_verified_balanced_and_deterministic(pool):
     assert max(stats.kept_by_family.values()) - min(stats.kept_by_family.values()) <= 1
     assert len({e.id for e in examples}) == 12
     for e in examples:
-        assert e.prompt[1]["content"].endswith("```") and e.source in e.prompt[1]["content"]
+        assert e.prompt[1]["content"].endswith("```")
+        assert e.prompt == build_messages(Task(id=e.task_id, level=e.level, name="", source=e.source))
         assert extract_code(e.completion[0]["content"]).code.strip() == e.solution.strip()
         assert e.level in (1, 2) and e.category
+        assert {"shape", "published_shape", "numel", "published_numel", "int64_offsets"} <= set(e.meta)
+        if e.meta["published_scale"]:  # the prompt shows published sizes; the verifier ran the small twin
+            assert e.meta["published_numel"] > e.meta["numel"]
+    assert any(e.meta["published_scale"] for e in examples)
     again, stats2 = generate_sft_examples(FAMILIES, 12, seed=0, pool=pool, progress=False)
     assert [e.to_dict() for e in again] == [e.to_dict() for e in examples]
     assert stats2.cache_hits == stats2.verified  # the second pass read every verdict from the cache
@@ -95,17 +123,20 @@ def test_bad_family_lists_are_errors():
 def test_records_round_trip_and_load_with_datasets(tmp_path):
     from datasets import load_dataset
 
-    c1, c2 = make_candidate("relu", 0, 1), make_candidate("gemm_bias_relu", 0, 2)
-    examples = [gen.to_sft_example(c.task, c.solution, c.variant) for c in (c1, c2)]
+    c1, c2 = make_candidate("relu", 0, 1), _published_candidate("gemm_bias_relu")
+    examples = [gen.to_sft_example(c.prompt_task or c.task, c.solution, c.variant, meta=c.task.meta)
+                for c in (c1, c2)]
+    examples.append(gen.to_sft_example(c1.task, c1.solution, "kernelbook"))  # no meta, as KernelBook rows
     path = tmp_path / "sft_train.jsonl"
-    assert write_jsonl(path, examples) == 2
+    assert write_jsonl(path, examples) == 3
     assert read_sft_examples(path) == examples
     ds = load_dataset("json", data_files=str(path), split="train")
     assert ds.column_names[:8] == ["id", "task_id", "origin", "op_family", "category", "level", "prompt",
                                    "completion"]
     row = ds[1]
-    assert row["prompt"] == build_messages(c2.task)
+    assert row["prompt"] == build_messages(c2.prompt_task)
+    assert row["meta"]["published_shape"] == c2.task.meta["published_shape"] and ds[2]["meta"] in ({}, None)
     assert row["completion"][0]["role"] == "assistant"
     path.write_text(path.read_text() + "{broken\n")
-    with pytest.raises(ValueError, match="sft_train.jsonl:3"):
+    with pytest.raises(ValueError, match="sft_train.jsonl:4"):
         read_sft_examples(path)

@@ -6,10 +6,15 @@ done, and verified in batches through a `VerifierPool` (its workers run in paral
 cache makes a re-run, or a resumed one, cost file reads). Only candidates the verifier passes are
 kept; the others are counted by the verifier's reason. The result is the first `n` passing
 candidates in candidate order, so it is the same for the same seed whatever the batch sizes.
+
+A candidate is verified on its task at the template's small sizes; where the example shows published-
+scale sizes, its SFT prompt holds the published twin of that task (the same module, larger constants),
+and its meta records both (`shape`, `published_shape`, `numel`, `published_numel`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections import Counter
@@ -22,7 +27,7 @@ from ..model.prompts import format_completion, sft_record
 from ..tasks.families import category_of
 from ..tasks.task import Task
 from .records import SFTExample
-from .templates import TEMPLATES, level_of_family, render_example
+from .templates import TEMPLATES, Example, level_of_family, render_example
 
 MAX_CONSECUTIVE_DUPLICATES = 40  # a family this repetitive has shown all it has
 
@@ -69,11 +74,21 @@ class GenerationStats:
 
 @dataclass
 class Candidate:
-    task: Task
+    task: Task  # what the verifier runs: the reference at the template's (small) sizes
     completion: str
     solution: str
     variant: str
     key: str
+    prompt_task: Task | None = None  # what the SFT prompt shows: the published-scale twin (None: `task`)
+
+
+def example_meta(ex: Example, index: int) -> dict[str, Any]:
+    """What an SFT example records about its sizes and surface (the same keys on every row)."""
+    return {"index": index, "dtype": ex.dtype, "shape": dict(ex.shape),
+            "published_shape": dict(ex.published_shape or ex.shape), "numel": ex.numel,
+            "published_numel": ex.published_numel or ex.numel, "published_scale": bool(ex.published_reference),
+            "int64_offsets": ex.style.int64, "house_surface": ex.style.house_surface,
+            "surface": ex.style.surface_summary()}
 
 
 def make_candidate(family: str, seed: int, index: int) -> Candidate:
@@ -83,17 +98,21 @@ def make_candidate(family: str, seed: int, index: int) -> Candidate:
     level = level_of_family(family)
     task = Task(id=f"generated/{family}/{key[:12]}", level=level, name=f"{family}_{index}", source=ex.reference,
                 op_family=family, category=category_of(family), origin="generated", description=ex.description,
-                reference_solution=ex.solution, meta={"variant": ex.variant, "dtype": ex.dtype, "index": index})
-    return Candidate(task, format_completion(ex.solution), ex.solution, ex.variant, key)
+                reference_solution=ex.solution,
+                meta={"variant": ex.variant, **example_meta(ex, index)})
+    prompt_task = dataclasses.replace(task, source=ex.published_reference) if ex.published_reference else None
+    return Candidate(task, format_completion(ex.solution), ex.solution, ex.variant, key, prompt_task)
 
 
-def to_sft_example(task: Task, solution: str, variant: str = "", verified: bool = True) -> SFTExample:
+def to_sft_example(task: Task, solution: str, variant: str = "", verified: bool = True,
+                   meta: dict[str, Any] | None = None) -> SFTExample:
+    """The SFT record of `task` (its source is what the prompt shows) and `solution`."""
     rec = sft_record(task, solution)
     key = hashlib.sha256(f"{task.source}\0{solution}".encode()).hexdigest()[:12]
     return SFTExample(id=f"{task.origin}/{task.op_family or task.name}/{key}", task_id=task.id, origin=task.origin,
                       op_family=task.op_family, category=task.category, level=task.level, prompt=rec["prompt"],
                       completion=rec["completion"], source=task.source, solution=solution, variant=variant,
-                      verified=verified)
+                      verified=verified, meta=dict(meta or {}))
 
 
 def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limit: int) -> Iterable[Candidate]:
@@ -175,7 +194,9 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
                     stats.failures[v.reason or "incorrect"] += 1
                     continue
                 if len(kept) < n:
-                    kept.append(to_sft_example(cand.task, cand.solution, cand.variant, verified=True))
+                    meta = {k: v for k, v in cand.task.meta.items() if k != "variant"}
+                    kept.append(to_sft_example(cand.prompt_task or cand.task, cand.solution, cand.variant,
+                                               verified=True, meta=meta))
                     stats.kept_by_family[cand.task.op_family] += 1
                     if bar is not None:
                         bar.update(1)

@@ -2,8 +2,8 @@
 
 sft_train.jsonl (`SFTExample`): one verified training pair per line. `prompt`/`completion` are
 TRL's conversational prompt/completion columns (SFTTrainer takes them as they are); the other
-columns are flat and typed the same on every row, so `datasets.load_dataset("json", ...)` reads
-the file without schema surprises.
+columns are flat and typed the same on every row (but `meta`, a small record of the example's sizes
+and surface), so `datasets.load_dataset("json", ...)` reads the file without schema surprises.
 
 difficulty_labels.jsonl (`DifficultyRecord`): one heuristic label per task.
 
@@ -34,7 +34,12 @@ class SFTExample:
     source: str  # the PyTorch reference module (the task's source)
     solution: str  # the ModelNew module, as it appears inside the completion's block
     variant: str = ""  # how this example was varied, for people: "dtype=float16 shape=... style=..."
-    verified: bool = False  # the verifier pool passed `solution` on `source` before it was kept
+    verified: bool = False  # the verifier passed `solution` on the task `task_id` names before it was kept (a
+    #                         published-scale `source` is that task with larger constants; the verifier ran the task)
+    # generated examples: index, dtype, the verified `shape` / `numel` and the prompt's `published_shape` /
+    # `published_numel` (a published-scale prompt shows the verified module with larger constants),
+    # `int64_offsets`, `house_surface`, `surface`; {} for KernelBook rows
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,10 +13,15 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .base import Example, RefSpec, SolSpec, Style, TemplateInfo, comment, randn, render_reference, render_solution
+from . import scale
+from .base import Example, RefSpec, SolSpec, Style, TemplateInfo, comment, make_example, randn
 
-SIZES_4D = [("batch_size", "channels", "height", "width"), ("N", "C", "H", "W"), ("batch", "features", "h", "w")]
-X_NAMES = ("x", "x", "inp", "input_tensor")
+SIZES_4D = [("batch_size", "channels", "height", "width"), ("N", "C", "H", "W"), ("batch", "features", "h", "w"),
+            ("batch_size", "num_features", "dim1", "dim2"), ("B", "C", "H", "W")]
+X_NAMES = ("x", "x", "inp", "input_tensor", "input", "X", "x")
+RELU_FORMS = [([], "return torch.relu({x})"), ([], "return F.relu({x})"), (["self.relu = nn.ReLU()"], "return self.relu({x})"),
+              ([], "return {x}.relu()")]
+PUBLISHED_4D = (scale.BATCH, scale.CHANNELS, scale.SPATIAL, scale.SPATIAL)
 
 
 def _stats_kernel(name: str, style: Style) -> str:
@@ -59,11 +64,12 @@ def {name}(x_ptr, mean_ptr, var_ptr, running_mean_ptr, running_var_ptr, tracked_
 def _apply_kernel(name: str, style: Style, relu: bool) -> str:
     b, o, m = style.block, style.offs, style.mask
     act = "    y = tl.maximum(y, 0.0)\n" if relu else ""
+    offsets = "\n".join(f"    {ln}" for ln in scale.block_offsets(style, "pid", b, o))
     return f"""
 @triton.jit
 def {name}(x_ptr, out_ptr, mean_ptr, var_ptr, w_ptr, b_ptr, n_elements, channels, hw, eps, {b}: tl.constexpr):
 {comment(style, "flat pass: each element finds its channel's statistics and affine parameters")}    pid = tl.program_id(0)
-    {o} = pid * {b} + tl.arange(0, {b})
+{offsets}
     {m} = {o} < n_elements
     c = ({o} // hw) % channels
     x = tl.load(x_ptr + {o}, mask={m}, other=0.0).to(tl.float32)
@@ -119,18 +125,26 @@ def render_batch_norm(rng: random.Random, dtype: str, style: Style, conv: bool =
         init_params = [(sizes_in, "int"), ("out_channels", "int"), ("kernel_size", "int")]
         init_lines = [f"self.conv = nn.Conv2d({sizes_in}, out_channels, kernel_size)",
                       f"self.{bn_attr} = nn.BatchNorm2d(out_channels)"]
-        fwd = [f"{x} = self.conv({x})", f"{x} = self.{bn_attr}({x})", f"return torch.relu({x})"]
+        own_init, relu = style.pick(RELU_FORMS, salt=style.phrasing)
+        fwd = [f"{x} = self.conv({x})", f"{x} = self.{bn_attr}({x})", relu.format(x=x)]
         init_inputs = [sizes_in, "out_channels", "kernel_size"]
         doc = "A 2D convolution, batch normalisation, then ReLU."
     else:
         init_params = [(sizes[1], "int")]
         init_lines = [f"self.{bn_attr} = nn.BatchNorm2d({sizes[1]})"]
-        fwd = [f"return self.{bn_attr}({x})"]
+        own_init, fwd = [], [f"return self.{bn_attr}({x})"]
         init_inputs = [sizes[1]]
         doc = "Applies batch normalisation over the channels of a 4D input."
-    ref = RefSpec(doc=doc, init_params=init_params, init_lines=init_lines, forward_args=[x], forward_lines=fwd,
-                  constants=constants, inputs=[(x, randn(sizes, dtype))], init_inputs=init_inputs,
-                  forward_doc="a tensor shaped like the (convolved) input.")
+    ref = RefSpec(doc=doc, init_params=init_params, init_lines=init_lines + own_init, forward_args=[x],
+                  forward_lines=fwd, constants=constants, inputs=[(x, randn(sizes, dtype))], init_inputs=init_inputs,
+                  forward_doc="a tensor shaped like the (convolved) input.",
+                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [],
+                  arg_docs={sizes[1]: "Number of input channels." if conv else "Number of channels to normalise."})
+    if style.sizes == "published":  # per-channel loops and a flat pass: every size grows
+        choices = [scale.BATCH, scale.IN_CHANNELS if conv else scale.CHANNELS, scale.SPATIAL, scale.SPATIAL]
+        names = sizes + (["out_channels"] if conv else [])
+        choices += [(16, 32, 64, 128)] if conv else []
+        ref.published = dict(zip(names, scale.draw(rng, choices, fits=lambda d: _fits_4d(d, conv))))
     stats = style.kernel(f"{family}_stats")
     apply = style.kernel(f"{family}_apply")
     kernels = [_stats_kernel(stats, style), _apply_kernel(apply, style, relu=conv)]
@@ -145,10 +159,15 @@ def render_batch_norm(rng: random.Random, dtype: str, style: Style, conv: bool =
     else:
         helpers = []
         forward = pre + launch
-    sol = SolSpec(kernels=kernels, helpers=helpers, forward_lines=forward)
-    return Example(family, render_reference(ref, style), render_solution(ref, sol, style),
-                   "fused convolution epilogue: batch norm and ReLU" if conv else doc, dtype,
-                   dict(zip(sizes, dims)), style)
+    sol = SolSpec(kernels=kernels, helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    return make_example(family, ref, sol, style, "fused convolution epilogue: batch norm and ReLU" if conv else doc,
+                        dtype, dict(zip(sizes, dims)))
+
+
+def _fits_4d(dims: list[int], conv: bool) -> bool:
+    """Do the input and (for a convolution) its output stay within int32 offsets? dims: (N, C, H, W[, C_out])."""
+    n, c, h, w = dims[:4]
+    return n * max(c, dims[4] if conv else 0) * h * w < scale.INT32_SAFE
 
 
 # --------------------------------------------------------------------------- group norm
@@ -163,13 +182,21 @@ def render_group_norm(rng: random.Random, dtype: str, style: Style, relu: bool =
     per_group = rng.choice((1, 2, 4))
     dims = [rng.choice((2, 4)), groups * per_group, rng.choice((4, 8)), rng.choice((4, 8, 12))]
     constants = list(zip(sizes, dims)) + [("num_groups", groups)]
-    fwd = [f"return self.{attr}({x})"] if not relu else [f"{x} = self.{attr}({x})", f"return torch.relu({x})"]
+    own_init, act_line = style.pick(RELU_FORMS, salt=style.phrasing) if relu else ([], "")
+    fwd = [f"return self.{attr}({x})"] if not relu else [f"{x} = self.{attr}({x})", act_line.format(x=x)]
     doc = ("Applies group normalisation, then ReLU." if relu else
            "Applies group normalisation over the channels of a 4D input.")
+    init_lines = [f"self.{attr} = nn.GroupNorm(num_groups, {sizes[1]})"]
     ref = RefSpec(doc=doc, init_params=[("num_groups", "int"), (sizes[1], "int")],
-                  init_lines=[f"self.{attr} = nn.GroupNorm(num_groups, {sizes[1]})"], forward_args=[x],
+                  init_lines=init_lines + own_init, forward_args=[x],
                   forward_lines=fwd, constants=constants, inputs=[(x, randn(sizes, dtype))],
-                  init_inputs=["num_groups", sizes[1]], forward_doc="a tensor shaped like the input.")
+                  init_inputs=["num_groups", sizes[1]], forward_doc="a tensor shaped like the input.",
+                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [],
+                  arg_docs={sizes[1]: "Number of channels in the input."})
+    if style.sizes == "published":  # a program loops over its group: groups and planes grow (channels % groups == 0)
+        n, g, per, h, w = scale.draw(rng, [scale.BATCH, (4, 8, 16, 32), (2, 4, 8, 16), scale.SPATIAL, scale.SPATIAL],
+                                     cap=scale.INT32_SAFE - 1)
+        ref.published = {sizes[0]: n, sizes[1]: g * per, sizes[2]: h, sizes[3]: w, "num_groups": g}
     kname = style.kernel(family)
     b = style.block
     act = "            y = tl.maximum(y, 0.0)\n" if relu else ""
@@ -218,10 +245,9 @@ def {kname}(x_ptr, out_ptr, w_ptr, b_ptr, channels, hw, num_groups, eps, {b}: tl
         forward = [f"return {fn}({x}, self.{attr})"]
     else:
         helpers, forward = [], launch
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example(family, render_reference(ref, style), render_solution(ref, sol, style),
-                   "group norm fused with ReLU" if relu else doc, dtype,
-                   dict(zip(sizes, dims)) | {"num_groups": groups}, style)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    return make_example(family, ref, sol, style, "group norm fused with ReLU" if relu else doc, dtype,
+                        dict(zip(sizes, dims)) | {"num_groups": groups})
 
 
 # --------------------------------------------------------------------------- conv epilogues
@@ -236,34 +262,47 @@ class ConvEpilogue:
     scalars: list[tuple[str, tuple]] = field(default_factory=list)
     channel_bias: bool = False  # an extra nn.Parameter (C, 1, 1) added after the conv
     conv1d: bool = False
+    forms: list = field(default_factory=list)  # other ways to write it: (reference-only init lines, ref_lines)
 
 
 EPILOGUES = [
     ConvEpilogue("conv2d_bias_relu", "A 2D convolution, a learned per-channel bias, then ReLU.",
                  lambda x: [f"{x} = {x} + self.bias", f"return torch.relu({x})"],
-                 ["y = tl.maximum(y + extra, 0.0)"], channel_bias=True),
+                 ["y = tl.maximum(y + extra, 0.0)"], channel_bias=True,
+                 forms=[([], lambda x: [f"return F.relu({x} + self.bias)"]),
+                        (["self.relu = nn.ReLU()"], lambda x: [f"{x} = {x} + self.bias", f"return self.relu({x})"])]),
     ConvEpilogue("conv2d_scale_tanh", "A 2D convolution, a constant scale, then tanh.",
                  lambda x: [f"{x} = {x} * self.scale", f"return torch.tanh({x})"],
-                 ["y = 2.0 * tl.sigmoid(2.0 * y * scale) - 1.0"], scalars=[("scale", (0.5, 2.0, 1.5))]),
+                 ["y = 2.0 * tl.sigmoid(2.0 * y * scale) - 1.0"], scalars=[("scale", (0.5, 2.0, 1.5))],
+                 forms=[([], lambda x: [f"return torch.tanh({x} * self.scale)"]),
+                        (["self.tanh = nn.Tanh()"], lambda x: [f"return self.tanh({x} * self.scale)"])]),
     ConvEpilogue("conv2d_hardswish", "A 2D convolution followed by HardSwish.",
                  lambda x: [f"return F.hardswish({x})"],
-                 ["y = y * tl.minimum(tl.maximum(y + 3.0, 0.0), 6.0) / 6.0"]),
+                 ["y = y * tl.minimum(tl.maximum(y + 3.0, 0.0), 6.0) / 6.0"],
+                 forms=[(["self.act = nn.Hardswish()"], lambda x: [f"return self.act({x})"]),
+                        ([], lambda x: [f"return {x} * F.relu6({x} + 3) / 6"])]),
     ConvEpilogue("conv2d_add_sigmoid", "A 2D convolution, a constant added, then sigmoid.",
                  lambda x: [f"{x} = {x} + self.add_value", f"return torch.sigmoid({x})"],
-                 ["y = tl.sigmoid(y + add_value)"], scalars=[("add_value", (0.5, -0.5, 1.0))]),
+                 ["y = tl.sigmoid(y + add_value)"], scalars=[("add_value", (0.5, -0.5, 1.0))],
+                 forms=[([], lambda x: [f"return torch.sigmoid({x} + self.add_value)"]),
+                        ([], lambda x: [f"return ({x} + self.add_value).sigmoid()"])]),
     ConvEpilogue("conv1d_gelu", "A 1D convolution followed by GELU.", lambda x: [f"return F.gelu({x})"],
-                 ["y = 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))"], conv1d=True),
+                 ["y = 0.5 * y * (1.0 + tl.erf(y * 0.7071067811865476))"], conv1d=True,
+                 forms=[(["self.gelu = nn.GELU()"], lambda x: [f"return self.gelu({x})"]),
+                        ([], lambda x: [f"return torch.nn.functional.gelu({x})"])]),
 ]
 
 
 def render_conv_epilogue(ep: ConvEpilogue, rng: random.Random, dtype: str, style: Style) -> Example:
     x = style.pick_name(X_NAMES, salt=1)
     if ep.conv1d:
-        sizes = list(style.pick_name([("batch_size", "in_channels", "length"), ("N", "C_in", "L")]))
+        sizes = list(style.pick_name([("batch_size", "in_channels", "length"), ("N", "C_in", "L"),
+                                      ("batch", "in_channels", "seq_len")]))
         dims = [rng.choice((2, 4)), rng.choice((3, 4)), rng.choice((16, 32, 40))]
     else:
         sizes = list(style.pick_name([("batch_size", "in_channels", "height", "width"), ("N", "C_in", "H", "W"),
-                                      ("batch", "in_ch", "h", "w")]))
+                                      ("batch", "in_ch", "h", "w"), ("batch_size", "in_channels", "height", "width"),
+                                      ("B", "C_in", "H", "W")]))
         dims = [rng.choice((2, 4)), rng.choice((3, 4)), rng.choice((8, 10, 12)), rng.choice((8, 10, 12))]
     out_ch, k = rng.choice((4, 8, 6)), rng.choice((3, 3, 5)) if not ep.conv1d else rng.choice((3, 5))
     scalars = [(n, rng.choice(ch)) for n, ch in ep.scalars]
@@ -273,13 +312,21 @@ def render_conv_epilogue(ep: ConvEpilogue, rng: random.Random, dtype: str, style
     if ep.channel_bias:
         init_lines.append("self.bias = nn.Parameter(torch.randn(out_channels, 1, 1) * 0.1)")
     init_lines += [f"self.{n} = {n}" for n, _ in scalars]
-    fwd = [f"{x} = self.conv({x})"] + ep.ref_lines(x)
+    own_init, lines = style.pick([([], ep.ref_lines), *ep.forms], salt=style.phrasing)
+    fwd = [f"{x} = self.conv({x})"] + lines(x)
     ref = RefSpec(doc=ep.doc, init_params=[(sizes[1], "int"), ("out_channels", "int"), ("kernel_size", "int")]
-                  + [(n, "float") for n, _ in scalars], init_lines=init_lines, forward_args=[x], forward_lines=fwd,
-                  constants=constants, inputs=[(x, randn(sizes, dtype))],
+                  + [(n, "float") for n, _ in scalars], init_lines=init_lines + own_init, forward_args=[x],
+                  forward_lines=fwd, constants=constants, inputs=[(x, randn(sizes, dtype))],
                   init_inputs=[sizes[1], "out_channels", "kernel_size"] + [n for n, _ in scalars],
                   forward_doc="the activated convolution output.",
-                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [])
+                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [],
+                  arg_docs={sizes[1]: "Number of input channels.", "kernel_size": "Size of the convolution kernel."})
+    if style.sizes == "published":  # a flat epilogue: batch, channels and the spatial extent grow
+        space = [(1024, 4096, 16384, 65536)] if ep.conv1d else [scale.SPATIAL, scale.SPATIAL]
+        names = sizes + ["out_channels"]
+        dims_pub = scale.draw(rng, [scale.BATCH, scale.IN_CHANNELS, *space, (16, 32, 64, 128)],
+                              fits=lambda d: d[0] * max(d[1], d[-1]) * _prod(d[2:-1]) < scale.INT32_SAFE)
+        ref.published = dict(zip(names, dims_pub))
     kname = style.kernel(ep.family.replace("conv2d_", "").replace("conv1d_", "") + "_epilogue")
     b, o, m = style.block, style.offs, style.mask
     bias_in_kernel = style.variant % 2 == 0  # the conv's own bias moves into the epilogue
@@ -290,11 +337,12 @@ def render_conv_epilogue(ep: ConvEpilogue, rng: random.Random, dtype: str, style
         loads += f"    y += tl.load(conv_bias_ptr + c, mask={m}, other=0.0).to(tl.float32)\n"
     if ep.channel_bias:
         loads += f"    extra = tl.load(extra_ptr + c, mask={m}, other=0.0).to(tl.float32)\n"
+    offsets = "\n".join(f"    {ln}" for ln in scale.block_offsets(style, "pid", b, o))
     kernel = f"""
 @triton.jit
 def {kname}({', '.join(args)}, {b}: tl.constexpr):
 {comment(style, "epilogue over the convolution output; channel of a flat index = (index // spatial) % channels")}    pid = tl.program_id(0)
-    {o} = pid * {b} + tl.arange(0, {b})
+{offsets}
     {m} = {o} < n_elements
     c = ({o} // spatial) % channels
     y = tl.load(y_ptr + {o}, mask={m}, other=0.0).to(tl.float32)
@@ -314,11 +362,17 @@ def {kname}({', '.join(args)}, {b}: tl.constexpr):
     note = ("# The convolution stays in PyTorch; everything after it runs in one Triton kernel."
             if style.comments else "")
     forward = ([note] if note else []) + launch
-    sol = SolSpec(kernels=[kernel], helpers=[], forward_lines=forward,
+    sol = SolSpec(kernels=[kernel], helpers=[], forward_lines=forward, init_lines=init_lines,
                   imports=["import torch.nn.functional as F"] if bias_in_kernel else [])
-    return Example(ep.family, render_reference(ref, style), render_solution(ref, sol, style),
-                   f"fused convolution epilogue: {ep.doc[0].lower()}{ep.doc[1:]}", dtype,
-                   dict(zip(sizes, dims)) | {"out_channels": out_ch, "kernel_size": k}, style)
+    return make_example(ep.family, ref, sol, style, f"fused convolution epilogue: {ep.doc[0].lower()}{ep.doc[1:]}",
+                        dtype, dict(zip(sizes, dims)) | {"out_channels": out_ch, "kernel_size": k})
+
+
+def _prod(values: list[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
 
 
 def templates() -> list[TemplateInfo]:

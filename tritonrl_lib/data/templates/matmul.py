@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
-from .base import (Example, RefSpec, SolSpec, Style, TemplateInfo, comment, randn, render_reference,
-                   render_solution)
+from . import scale
+from .base import Example, RefSpec, SolSpec, Style, TemplateInfo, comment, make_example, randn
 
 MNK = (16, 24, 32, 48)
 BLOCKS = (16, 32)
@@ -110,26 +110,43 @@ CASES = [
                ["torch.matmul({a}, {b})", "{a} @ {b}", "torch.mm({a}, {b})"],
                lambda s: [s[0], s[0]], lambda s: [s[0], s[0]], "({a}.shape[0], {b}.shape[1])",
                "M, K = {a}.shape\nN = {b}.shape[1]", "{a}.stride(0), {a}.stride(1)", "{b}.stride(0), {b}.stride(1)",
-               sizes=[("N",), ("size",), ("dim",), ("n",)]),
+               sizes=[("N",), ("size",), ("dim",), ("n",), ("N",), ("M",), ("matrix_size",)]),
     MatmulCase("matmul_rect", "Multiplies an (M, K) matrix by a (K, N) matrix.",
                ["torch.matmul({a}, {b})", "{a} @ {b}"],
                lambda s: [s[0], s[1]], lambda s: [s[1], s[2]], "({a}.shape[0], {b}.shape[1])",
                "M, K = {a}.shape\nN = {b}.shape[1]", "{a}.stride(0), {a}.stride(1)", "{b}.stride(0), {b}.stride(1)",
-               sizes=[("M", "K", "N"), ("m", "k", "n"), ("rows", "inner", "cols")]),
+               sizes=[("M", "K", "N"), ("m", "k", "n"), ("rows", "inner", "cols"), ("M", "K", "N"),
+                      ("dim1", "dim2", "dim3")]),
     MatmulCase("matmul_transposed", "Multiplies A by the transpose of B (B is stored (N, K)).",
                ["torch.matmul({a}, {b}.T)", "{a} @ {b}.t()", "torch.mm({a}, {b}.transpose(0, 1))"],
                lambda s: [s[0], s[1]], lambda s: [s[2], s[1]], "({a}.shape[0], {b}.shape[0])",
                "M, K = {a}.shape\nN = {b}.shape[0]", "{a}.stride(0), {a}.stride(1)",
-               "{b}.stride(1), {b}.stride(0)", sizes=[("M", "K", "N"), ("m", "k", "n")]),
+               "{b}.stride(1), {b}.stride(0)", sizes=[("M", "K", "N"), ("m", "k", "n"), ("M", "K", "N"),
+                                                      ("batch_size", "in_features", "out_features")]),
     MatmulCase("bmm", "Batched matrix multiplication of (batch, M, K) by (batch, K, N).",
                ["torch.bmm({a}, {b})", "torch.matmul({a}, {b})", "{a} @ {b}"],
                lambda s: [s[0], s[1], s[2]], lambda s: [s[0], s[2], s[3]], "({a}.shape[0], {a}.shape[1], {b}.shape[2])",
                "n_batch, M, K = {a}.shape\nN = {b}.shape[2]", "{a}.stride(0), {a}.stride(1), {a}.stride(2)",
                "{b}.stride(0), {b}.stride(1), {b}.stride(2)",
-               sizes=[("batch_size", "m", "k", "n"), ("B", "M", "K", "N")], batched=True),
+               sizes=[("batch_size", "m", "k", "n"), ("B", "M", "K", "N"), ("batch_size", "M", "K", "N")],
+               batched=True),
 ]
 
-AB_NAMES = [("A", "B"), ("a", "b"), ("x", "w"), ("lhs", "rhs")]
+AB_NAMES = [("A", "B"), ("a", "b"), ("x", "w"), ("lhs", "rhs"), ("A", "B"), ("mat1", "mat2"), ("x", "y"),
+            ("input", "other"), ("A", "B")]
+
+
+def _fits(dims: list[int], batched: bool = False) -> bool:
+    """Does every operand and the output of an (optionally batched) matmul stay within int32 offsets?"""
+    batch, sides = (dims[0], dims[1:]) if batched else (1, dims)
+    largest = max(a * b for a in sides for b in sides)
+    return batch * largest < scale.INT32_SAFE
+
+
+def _published(rng: random.Random, sizes: Sequence[str], choices: Sequence[Sequence[int]],
+               batched: bool = False) -> dict[str, int]:
+    """Published-scale sizes for a tiled kernel (shape-general), each operand within int32 offsets."""
+    return dict(zip(sizes, scale.draw(rng, choices, fits=lambda d: _fits(d, batched))))
 
 
 def render_matmul(case: MatmulCase, rng: random.Random, dtype: str, style: Style) -> Example:
@@ -145,6 +162,10 @@ def render_matmul(case: MatmulCase, rng: random.Random, dtype: str, style: Style
                   forward_lines=[f"return {style.pick(case.forms).format(a=an, b=bn)}"], constants=constants,
                   inputs=[(an, randn(case.a_shape(sizes), dtype)), (bn, randn(case.b_shape(sizes), dtype))],
                   init_inputs=[], forward_doc="the matrix product.")
+    if style.sizes == "published":
+        choices = ([(8, 16, 32, 64, 128)] + [(256, 512, 1024, 2048)] * 3) if case.batched else \
+            [scale.MATMUL_SIDE] * len(sizes)
+        ref.published = _published(rng, sizes, choices, case.batched)
     grouped = (not case.batched) and style.variant % 6 == 5  # tutorial 03 ordering, now and then
     kname = style.kernel(case.family)
     kernel = matmul_kernel(kname, style, [], [], batched=case.batched, grouped=grouped)
@@ -161,8 +182,7 @@ def render_matmul(case: MatmulCase, rng: random.Random, dtype: str, style: Style
     launch.append("return out")
     helpers, forward = _wrap(case.family, style, kname, [an, bn], launch, [an, bn])
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example(case.family, render_reference(ref, style), render_solution(ref, sol, style), case.doc, dtype,
-                   dict(zip(sizes, dims)), style)
+    return make_example(case.family, ref, sol, style, case.doc, dtype, dict(zip(sizes, dims)))
 
 
 def _wrap(family: str, style: Style, kname: str, params: list[str], launch: list[str],
@@ -185,8 +205,8 @@ def _wrap(family: str, style: Style, kname: str, params: list[str], launch: list
 
 
 def render_matvec(rng: random.Random, dtype: str, style: Style) -> Example:
-    sizes = style.pick_name([("M", "K"), ("rows", "cols"), ("m", "k")])
-    an, xn = style.pick_name([("A", "B"), ("A", "x"), ("matrix", "vector")], salt=1)
+    sizes = style.pick_name([("M", "K"), ("rows", "cols"), ("m", "k"), ("M", "K"), ("n_rows", "n_cols")])
+    an, xn = style.pick_name([("A", "B"), ("A", "x"), ("matrix", "vector"), ("A", "B"), ("weight", "x")], salt=1)
     dims = [rng.choice((16, 33, 64, 100)), rng.choice((16, 32, 50, 64, 128))]
     ref = RefSpec(doc="Multiplies a matrix (M, K) by a column vector (K, 1).", init_params=[], init_lines=[],
                   forward_args=[an, xn],
@@ -194,6 +214,8 @@ def render_matvec(rng: random.Random, dtype: str, style: Style) -> Example:
                   constants=list(zip(sizes, dims)),
                   inputs=[(an, randn(list(sizes), dtype)), (xn, randn([sizes[1], "1"], dtype))], init_inputs=[],
                   forward_doc="a (M, 1) tensor.")
+    if style.sizes == "published":  # rows in blocks of BLOCK_M, K walked in chunks: both scale
+        ref.published = _published(rng, sizes, [(256, 1024, 2048, 4096, 16384), (4096, 16384, 65536, 131072)])
     kname = style.kernel("matvec")
     ap, xp, op = style.ptr("a"), style.ptr("x"), style.ptr("out")
     kernel = f"""
@@ -218,19 +240,20 @@ def {kname}({ap}, {xp}, {op}, M, K, stride_am, stride_ak, BLOCK_M: tl.constexpr,
               "return out"]
     helpers, forward = _wrap("matvec", style, kname, [an, xn], launch, [an, xn])
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example("matvec", render_reference(ref, style), render_solution(ref, sol, style), ref.doc, dtype,
-                   dict(zip(sizes, dims)), style)
+    return make_example("matvec", ref, sol, style, ref.doc, dtype, dict(zip(sizes, dims)))
 
 
 def render_outer(rng: random.Random, dtype: str, style: Style) -> Example:
-    sizes = style.pick_name([("M", "N"), ("n", "m"), ("len_a", "len_b")])
-    an, bn = style.pick_name([("a", "b"), ("x", "y"), ("u", "v")], salt=1)
+    sizes = style.pick_name([("M", "N"), ("n", "m"), ("len_a", "len_b"), ("M", "N"), ("dim1", "dim2")])
+    an, bn = style.pick_name([("a", "b"), ("x", "y"), ("u", "v"), ("vec1", "vec2")], salt=1)
     dims = [rng.choice((16, 33, 64, 100)), rng.choice((16, 32, 50, 64))]
     ref = RefSpec(doc="Outer product of two vectors.", init_params=[], init_lines=[], forward_args=[an, bn],
                   forward_lines=[f"return {style.pick(['torch.outer({a}, {b})', '{a}[:, None] * {b}[None, :]', 'torch.ger({a}, {b})'][:2]).format(a=an, b=bn)}"],
                   constants=list(zip(sizes, dims)),
                   inputs=[(an, randn([sizes[0]], dtype)), (bn, randn([sizes[1]], dtype))], init_inputs=[],
                   forward_doc="an (M, N) matrix.")
+    if style.sizes == "published":
+        ref.published = _published(rng, sizes, [scale.MATMUL_SIDE + (16384,), scale.MATMUL_SIDE + (16384,)])
     kname = style.kernel("outer")
     ap, bp, op = style.ptr(an), style.ptr(bn), style.ptr("out")
     kernel = f"""
@@ -253,13 +276,12 @@ def {kname}({ap}, {bp}, {op}, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr
               f"{kname}[grid]({an}, {bn}, out, M, N, BLOCK_M={bm}, BLOCK_N={bnn})", "return out"]
     helpers, forward = _wrap("outer", style, kname, [an, bn], launch, [an, bn])
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example("outer", render_reference(ref, style), render_solution(ref, sol, style), ref.doc, dtype,
-                   dict(zip(sizes, dims)), style)
+    return make_example("outer", ref, sol, style, ref.doc, dtype, dict(zip(sizes, dims)))
 
 
 def render_matmul_scalar(rng: random.Random, dtype: str, style: Style) -> Example:
-    sizes = style.pick_name([("M", "N"), ("rows", "cols"), ("n", "m")])
-    an = style.pick_name(("A", "x", "matrix"), salt=1)
+    sizes = style.pick_name([("M", "N"), ("rows", "cols"), ("n", "m"), ("M", "N"), ("batch_size", "dim")])
+    an = style.pick_name(("A", "x", "matrix", "A", "input", "X"), salt=1)
     dims = [rng.choice((16, 33, 64, 100)), rng.choice((16, 32, 50, 128))]
     s_value = rng.choice((3.14, 0.5, -2.0, 1.75))
     as_input = style.variant % 2 == 0
@@ -274,15 +296,20 @@ def render_matmul_scalar(rng: random.Random, dtype: str, style: Style) -> Exampl
                       forward_lines=[f"return {an} * self.scalar"],
                       constants=list(zip(sizes, dims)) + [("scalar", s_value)],
                       inputs=[(an, randn(list(sizes), dtype))], init_inputs=["scalar"], forward_doc="the scaled matrix.")
+    if style.sizes == "published":  # a flat pass: both sides scale, offsets in int64 past 2**31
+        side = (1024, 4096, 16384, 16384, 65536)
+        ref.published = dict(zip(sizes, scale.draw(rng, (side, side), cap=scale.MAX_ELEMENTS)))
+        style = scale.with_offsets(style, scale.largest_input(ref.inputs, {**dict(ref.constants), **ref.published}))
     kname = style.kernel("scale")
     ip, op, b, n = style.ptr(an), style.ptr("out"), style.block, style.numel
     if n in sizes:
         n = "n_elements"
+    offsets = "\n".join(f"    {ln}" for ln in scale.block_offsets(style, "pid", b, "offs"))
     kernel = f"""
 @triton.jit
 def {kname}({ip}, {op}, s, {n}, {b}: tl.constexpr):
 {comment(style, "a flat pass over every element")}    pid = tl.program_id(axis=0)
-    offs = pid * {b} + tl.arange(0, {b})
+{offsets}
     mask = offs < {n}
     v = tl.load({ip} + offs, mask=mask, other=0.0)
     tl.store({op} + offs, v * s, mask=mask)
@@ -296,8 +323,7 @@ def {kname}({ip}, {op}, s, {n}, {b}: tl.constexpr):
     if style.launcher == "inline":
         forward = launch
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example("matmul_scalar", render_reference(ref, style), render_solution(ref, sol, style), ref.doc, dtype,
-                   dict(zip(sizes, dims)), style)
+    return make_example("matmul_scalar", ref, sol, style, ref.doc, dtype, dict(zip(sizes, dims)))
 
 
 # --------------------------------------------------------------------------- Level 2: GEMM epilogues
@@ -311,6 +337,7 @@ class Epilogue:
     acc_lines: list[str]  # kernel lines on `acc` after the bias is added
     scalars: list[tuple[str, tuple]] = field(default_factory=list)
     description: str = ""
+    forms: list = field(default_factory=list)  # other ways to write it: (reference-only init lines, ref_lines)
 
 
 def _tanh(v: str) -> str:
@@ -319,52 +346,73 @@ def _tanh(v: str) -> str:
 
 EPILOGUES = [
     Epilogue("gemm_bias_relu", "A linear layer followed by ReLU.", lambda x: [f"return torch.relu({x})"],
-             ["acc = tl.maximum(acc, 0.0)"], description="fused GEMM, bias and ReLU"),
+             ["acc = tl.maximum(acc, 0.0)"], description="fused GEMM, bias and ReLU",
+             forms=[(["self.relu = nn.ReLU()"], lambda x: [f"return self.relu({x})"]),
+                    ([], lambda x: [f"return F.relu({x})"]), ([], lambda x: [f"return {x}.relu()"])]),
     Epilogue("gemm_bias_gelu", "A linear layer followed by GELU.", lambda x: [f"return F.gelu({x})"],
-             ["acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))"], description="fused GEMM, bias and GELU"),
+             ["acc = 0.5 * acc * (1.0 + tl.erf(acc * 0.7071067811865476))"], description="fused GEMM, bias and GELU",
+             forms=[(["self.gelu = nn.GELU()"], lambda x: [f"return self.gelu({x})"]),
+                    ([], lambda x: [f"return torch.nn.functional.gelu({x})"])]),
     Epilogue("gemm_scale_sigmoid", "A linear layer, a constant scale, then sigmoid.",
              lambda x: [f"{x} = {x} * self.scale", f"return torch.sigmoid({x})"],
              ["acc = tl.sigmoid(acc * scale)"], scalars=[("scale", (0.5, 2.0, 1.5))],
-             description="fused GEMM, scale and sigmoid"),
+             description="fused GEMM, scale and sigmoid",
+             forms=[([], lambda x: [f"return torch.sigmoid({x} * self.scale)"]),
+                    ([], lambda x: [f"{x} = {x} * self.scale", f"return {x}.sigmoid()"])]),
     Epilogue("gemm_bias_leaky_relu", "A linear layer followed by LeakyReLU.",
              lambda x: [f"return F.leaky_relu({x}, negative_slope=self.negative_slope)"],
              ["acc = tl.where(acc > 0, acc, acc * negative_slope)"], scalars=[("negative_slope", (0.01, 0.1, 0.2))],
-             description="fused GEMM, bias and LeakyReLU"),
+             description="fused GEMM, bias and LeakyReLU",
+             forms=[(["self.leaky_relu = nn.LeakyReLU(negative_slope)"], lambda x: [f"return self.leaky_relu({x})"])]),
     Epilogue("gemm_bias_tanh", "A linear layer followed by tanh.", lambda x: [f"return torch.tanh({x})"],
-             [f"acc = {_tanh('acc')}"], description="fused GEMM, bias and tanh"),
+             [f"acc = {_tanh('acc')}"], description="fused GEMM, bias and tanh",
+             forms=[(["self.tanh = nn.Tanh()"], lambda x: [f"return self.tanh({x})"]),
+                    ([], lambda x: [f"return {x}.tanh()"])]),
     Epilogue("gemm_bias_silu", "A linear layer followed by SiLU.", lambda x: [f"return F.silu({x})"],
-             ["acc = acc * tl.sigmoid(acc)"], description="fused GEMM, bias and SiLU"),
+             ["acc = acc * tl.sigmoid(acc)"], description="fused GEMM, bias and SiLU",
+             forms=[(["self.act = nn.SiLU()"], lambda x: [f"return self.act({x})"]),
+                    ([], lambda x: [f"return {x} * torch.sigmoid({x})"])]),
     Epilogue("gemm_clamp", "A linear layer whose output is clamped into [min_val, max_val].",
              lambda x: [f"return torch.clamp({x}, min=self.min_val, max=self.max_val)"],
              ["acc = tl.minimum(tl.maximum(acc, min_val), max_val)"],
-             scalars=[("min_val", (-0.5, -1.0)), ("max_val", (0.5, 1.0, 2.0))], description="fused GEMM and clamp"),
+             scalars=[("min_val", (-0.5, -1.0)), ("max_val", (0.5, 1.0, 2.0))], description="fused GEMM and clamp",
+             forms=[([], lambda x: [f"return {x}.clamp(self.min_val, self.max_val)"]),
+                    ([], lambda x: [f"return torch.clamp({x}, self.min_val, self.max_val)"])]),
     Epilogue("matmul_scale_residual", "A linear layer whose output is scaled and added back to itself.",
              lambda x: [f"original = {x}", f"{x} = {x} * self.scale", f"return {x} + original"],
              ["acc = acc * scale + acc"], scalars=[("scale", (0.5, 2.0, 0.1))],
-             description="GEMM, scale and residual add, fused"),
+             description="GEMM, scale and residual add, fused",
+             forms=[([], lambda x: [f"return {x} * self.scale + {x}"])]),
 ]
-LINEAR_ATTRS = ("linear", "fc", "gemm", "proj", "linear")
-GEMM_SIZES = [("batch_size", "in_features", "out_features"), ("batch", "in_dim", "out_dim"), ("M", "K", "N")]
+LINEAR_ATTRS = ("linear", "fc", "gemm", "proj", "linear", "fc1", "dense")
+GEMM_SIZES = [("batch_size", "in_features", "out_features"), ("batch", "in_dim", "out_dim"), ("M", "K", "N"),
+              ("batch_size", "input_size", "hidden_size"), ("batch_size", "in_features", "out_features"),
+              ("B", "D_in", "D_out")]
+GEMM_X = ("x", "x", "inp", "input_tensor", "input", "X", "x", "hidden_states")
 
 
 def render_gemm(ep: Epilogue, rng: random.Random, dtype: str, style: Style, residual: bool = False) -> Example:
     sizes = style.pick_name(GEMM_SIZES)
-    x = style.pick_name(("x", "x", "inp", "input_tensor"), salt=1)
+    x = style.pick_name(GEMM_X, salt=1)
     attr = style.pick(LINEAR_ATTRS, salt=2)
     dims = [rng.choice((8, 16, 24, 32)), rng.choice(MNK), rng.choice(MNK)]
     scalars = [(n, rng.choice(ch)) for n, ch in ep.scalars]
     constants = list(zip(sizes, dims)) + scalars
     init_params = [(sizes[1], "int"), (sizes[2], "int")] + [(n, "float") for n, _ in scalars]
     init_lines = [f"self.{attr} = nn.Linear({sizes[1]}, {sizes[2]})"] + [f"self.{n} = {n}" for n, _ in scalars]
-    fwd = [f"{x} = self.{attr}({x})"] + ep.ref_lines(x)
+    own_init, lines = style.pick([([], ep.ref_lines), *ep.forms], salt=style.phrasing)
+    fwd = [f"{x} = self.{attr}({x})"] + lines(x)
     args = [x] + (["residual"] if residual else [])
     inputs = [(x, randn([sizes[0], sizes[1]], dtype))]
     if residual:
         inputs.append(("residual", randn([sizes[0], sizes[2]], dtype)))
-    ref = RefSpec(doc=ep.doc, init_params=init_params, init_lines=init_lines, forward_args=args, forward_lines=fwd,
-                  constants=constants, inputs=inputs, init_inputs=[sizes[1], sizes[2]] + [n for n, _ in scalars],
-                  forward_doc=f"a (batch, {sizes[2]}) tensor.",
-                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [])
+    ref = RefSpec(doc=ep.doc, init_params=init_params, init_lines=init_lines + own_init, forward_args=args,
+                  forward_lines=fwd, constants=constants, inputs=inputs,
+                  init_inputs=[sizes[1], sizes[2]] + [n for n, _ in scalars], forward_doc=f"a ({sizes[0]}, {sizes[2]}) tensor.",
+                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [],
+                  arg_docs={sizes[1]: "Number of input features.", sizes[2]: "Number of output features."})
+    if style.sizes == "published":  # the tiled kernel is shape-general: batch and both feature sizes grow
+        ref.published = _published(rng, sizes, [scale.GEMM_BATCH, scale.FEATURES, scale.FEATURES])
     kname = style.kernel(ep.family)
     bias_p = style.ptr("bias")
     extra = [bias_p] + (["r_ptr", "stride_rm", "stride_rn"] if residual else []) + [n for n, _ in scalars]
@@ -393,29 +441,32 @@ def render_gemm(ep: Epilogue, rng: random.Random, dtype: str, style: Style, resi
     helpers, forward = _wrap(ep.family, style, kname, params, launch, call)
     if style.launcher == "inline":
         forward = [f"weight, bias = self.{attr}.weight, self.{attr}.bias"] + [f"{n} = self.{n}" for n, _ in scalars] + forward
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example(ep.family, render_reference(ref, style), render_solution(ref, sol, style),
-                   ep.description or ep.doc, dtype, dict(zip(sizes, dims)), style)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    return make_example(ep.family, ref, sol, style, ep.description or ep.doc, dtype, dict(zip(sizes, dims)))
 
 
 ADD_RELU_RESIDUAL = Epilogue("matmul_add_relu_residual", "A linear layer, ReLU, then a residual tensor added.",
                              lambda x: [f"{x} = torch.relu({x})", f"return {x} + residual"],
-                             ["acc = tl.maximum(acc, 0.0)"], description="GEMM, ReLU and residual add, fused")
+                             ["acc = tl.maximum(acc, 0.0)"], description="GEMM, ReLU and residual add, fused",
+                             forms=[([], lambda x: [f"return F.relu({x}) + residual"]),
+                                    (["self.relu = nn.ReLU()"], lambda x: [f"return self.relu({x}) + residual"])])
 
 
 def render_bmm_scale_add(rng: random.Random, dtype: str, style: Style) -> Example:
-    sizes = style.pick_name([("batch_size", "m", "k", "n"), ("B", "M", "K", "N")])
+    sizes = style.pick_name([("batch_size", "m", "k", "n"), ("B", "M", "K", "N"), ("batch_size", "M", "K", "N")])
     a, b, c = style.pick_name([("a", "b", "c"), ("x", "y", "bias_in"), ("lhs", "rhs", "addend")], salt=1)
     dims = [rng.choice((2, 3))] + [rng.choice(MNK) for _ in range(3)]
-    scale = rng.choice((0.5, 2.0, 0.125))
+    scale_value = rng.choice((0.5, 2.0, 0.125))
     fwd = style.pick([[f"out = torch.bmm({a}, {b})", "out = out * self.scale", f"return out + {c}"],
                       [f"return torch.bmm({a}, {b}) * self.scale + {c}"]])
     ref = RefSpec(doc="Batched matmul, scaled by a constant, plus a third tensor.", init_params=[("scale", "float")],
                   init_lines=["self.scale = scale"], forward_args=[a, b, c], forward_lines=fwd,
-                  constants=list(zip(sizes, dims)) + [("scale", scale)],
+                  constants=list(zip(sizes, dims)) + [("scale", scale_value)],
                   inputs=[(a, randn([sizes[0], sizes[1], sizes[2]], dtype)), (b, randn([sizes[0], sizes[2], sizes[3]], dtype)),
                           (c, randn([sizes[0], sizes[1], sizes[3]], dtype))],
                   init_inputs=["scale"], forward_doc="a (batch, m, n) tensor.")
+    if style.sizes == "published":
+        ref.published = _published(rng, sizes, [(8, 16, 32, 64, 128)] + [(128, 256, 512, 1024)] * 3, batched=True)
     kname = style.kernel("bmm_scale_add")
     epi = ["d_mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)",
            "d = tl.load(d_ptr + batch * stride_db + offs_m[:, None] * stride_dm + offs_n[None, :] * stride_dn, mask=d_mask, other=0.0)",
@@ -435,8 +486,8 @@ def render_bmm_scale_add(rng: random.Random, dtype: str, style: Style) -> Exampl
     if style.launcher == "inline":
         forward = ["scale = self.scale"] + forward
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example("bmm_scale_add", render_reference(ref, style), render_solution(ref, sol, style),
-                   "batched matmul, scale and add, fused", dtype, dict(zip(sizes, dims)), style)
+    return make_example("bmm_scale_add", ref, sol, style, "batched matmul, scale and add, fused", dtype,
+                        dict(zip(sizes, dims)))
 
 
 def templates() -> list[TemplateInfo]:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import random
 
-from .base import Example, RefSpec, SolSpec, Style, TemplateInfo, comment, randn, render_reference, render_solution
+from . import scale
+from .base import Example, RefSpec, SolSpec, Style, TemplateInfo, comment, make_example, randn
 
-SIZES_1D = [("batch_size", "channels", "length"), ("N", "C", "L"), ("batch", "features", "seq_len")]
-SIZES_2D = [("batch_size", "channels", "height", "width"), ("N", "C", "H", "W"), ("batch", "features", "h", "w")]
-X_NAMES = ("x", "x", "inp", "input_tensor")
+SIZES_1D = [("batch_size", "channels", "length"), ("N", "C", "L"), ("batch", "features", "seq_len"),
+            ("batch_size", "features", "sequence_length"), ("batch_size", "in_channels", "input_length")]
+SIZES_2D = [("batch_size", "channels", "height", "width"), ("N", "C", "H", "W"), ("batch", "features", "h", "w"),
+            ("batch_size", "channels", "dim1", "dim2"), ("B", "C", "H", "W")]
+X_NAMES = ("x", "x", "inp", "input_tensor", "input", "X", "x")
 
 
 def render_pool(kind: str, ndim: int, rng: random.Random, dtype: str, style: Style) -> Example:
@@ -28,7 +31,7 @@ def render_pool(kind: str, ndim: int, rng: random.Random, dtype: str, style: Sty
     constants = list(zip(sizes, dims)) + [("kernel_size", k), ("stride", stride)]
     mod = {("max", 1): "MaxPool1d", ("max", 2): "MaxPool2d", ("avg", 1): "AvgPool1d", ("avg", 2): "AvgPool2d"}[kind, ndim]
     fn = f"F.{kind}_pool{ndim}d"
-    attr = style.pick(("pool", "pooling", f"{kind}pool"), salt=2)
+    attr = style.pick(("pool", "pooling", f"{kind}pool", f"{kind}_pool"), salt=2)
     as_module = style.variant % 2 == 0
     if as_module:
         init_lines = [f"self.{attr} = nn.{mod}(kernel_size=kernel_size, stride=stride)"]
@@ -43,7 +46,12 @@ def render_pool(kind: str, ndim: int, rng: random.Random, dtype: str, style: Sty
                   init_params=[("kernel_size", "int"), ("stride", "int")], init_lines=init_lines, forward_args=[x],
                   forward_lines=fwd, constants=constants, inputs=[(x, randn(list(sizes), dtype))],
                   init_inputs=["kernel_size", "stride"], forward_doc=f"the {what} of each window.",
-                  imports=[] if as_module else ["import torch.nn.functional as F"])
+                  imports=[] if as_module else ["import torch.nn.functional as F"],
+                  arg_docs={"kernel_size": "Size of the pooling window.", "stride": "Stride of the pooling window."})
+    if style.sizes == "published":  # BLOCK spans a plane's outputs: the plane stays small, batch and channels grow
+        plane = [(1024, 2048, 4096)] if ndim == 1 else [scale.SMALL_PLANE, scale.SMALL_PLANE]
+        ref.published = dict(zip(sizes, scale.draw(rng, [scale.BATCH, (16, 32, 64, 128), *plane],
+                                                   cap=scale.INT32_SAFE - 1)))
 
     kname = style.kernel(family)
     xp, op, b = style.ptr(x), style.ptr("out"), style.block
@@ -106,7 +114,7 @@ def {kname}({xp}, {op}, height, width, out_h, out_w, stride, KERNEL: tl.constexp
         forward = [f"return {fname}({x}, self.kernel_size, self.stride)"]
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=sol_init)
     shape = dict(zip(sizes, dims)) | {"kernel_size": k, "stride": stride}
-    return Example(family, render_reference(ref, style), render_solution(ref, sol, style), ref.doc, dtype, shape, style)
+    return make_example(family, ref, sol, style, ref.doc, dtype, shape)
 
 
 def templates() -> list[TemplateInfo]:

@@ -4,6 +4,8 @@ The operated dimension is moved last and made contiguous, the row is loaded whol
 next power of two of its length, which the small shapes keep modest), computed in fp32 and stored
 as a row or as one value per row. Families: softmax and log-softmax, reductions over a dimension,
 cumulative ops, layer / RMS / L2 / instance normalisation, and the Level-2 chains built on them.
+Since a row is loaded whole, published-scale prompts keep rows at most 4096 long and scale the rows'
+count instead. Reductions over any dim and SwiGLU are in rowwise_reduce.py.
 """
 
 from __future__ import annotations
@@ -12,38 +14,19 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .base import (DEFAULT_STYLE, Example, RefSpec, SolSpec, Style, TemplateInfo, avoid_clashes, comment, grid_1d,
-                   rand, randn, render_reference, render_solution)
+from . import scale
+from .base import (DEFAULT_STYLE, Example, RefSpec, SolSpec, Style, TemplateInfo, avoid_clashes, comment, make_example,
+                   randn)
+from .rowwise_reduce import SIZES_2D, SIZES_3D, SIZES_4D, X_NAMES, Ctx, _input, render_reduce, render_swiglu
 
-SIZES_2D = [("batch_size", "dim"), ("N", "D"), ("rows", "cols"), ("batch_size", "features"), ("batch", "hidden")]
-SIZES_3D = [("batch_size", "dim1", "dim2"), ("B", "M", "N"), ("batch", "seq_len", "hidden"),
-            ("batch_size", "channels", "length")]
-SIZES_4D = [("batch_size", "channels", "height", "width"), ("N", "C", "H", "W"), ("batch", "features", "h", "w")]
-X_NAMES = ("x", "x", "inp", "input_tensor", "t")
-
-
-@dataclass
-class Ctx:
-    """The names and choices of one example, handed to a family's callables."""
-
-    x: str  # the input tensor (and, inside the kernel, its loaded row)
-    out: str  # the result inside the kernel
-    n_cols: str
-    mask: str
-    cols: str
-    sizes: tuple[str, ...]
-    dim: str  # expression of the operated dim in the reference ("-1", "self.dim", ...)
-    attr: str  # the attribute name of a norm submodule / parameter owner
-    style: Style
-    residual: str = "residual"
-    params: dict = field(default_factory=dict)  # chosen scalar values
+Form = Callable[[Ctx], "list[str] | tuple[list[str], list[str]]"]  # forward lines, or (reference-only init, forward)
 
 
 @dataclass
 class RowFamily:
     family: str
     doc: str
-    forms: list[Callable[[Ctx], list[str]]]  # reference forward lines
+    forms: list[Form]  # reference forward lines (with __init__ lines of the reference's own, if a tuple)
     compute: list[Callable[[Ctx], list[str]]]  # kernel lines from the loaded row `x` to `out`
     output: str = "row"  # row | reduce | reduce_keepdim
     other: str = "0.0"  # masked-load fill value for the row
@@ -125,6 +108,11 @@ RMS_COMPUTE = lambda c: [f"ms = tl.sum({c.x} * {c.x}, axis=0) / {c.n_cols}",
                          f"{c.out} = {c.x} / tl.sqrt(ms + eps) * w"]
 
 
+def _arg(dim: str) -> str:
+    """The constructor argument behind `self.dim` (a module built in __init__ takes the argument)."""
+    return dim.removeprefix("self.")
+
+
 def _reduce_forms(fn: str, method: str | None = None) -> list[Callable[[Ctx], list[str]]]:
     forms = [lambda c: [f"return torch.{fn}({c.x}, dim={c.dim})"]]
     if method:
@@ -136,11 +124,15 @@ FAMILIES: list[RowFamily] = [
     # ---------------------------------------------------------------- softmax
     RowFamily("softmax", "Applies softmax over one dimension.",
               [lambda c: [f"return torch.softmax({c.x}, dim={c.dim})"],
-               lambda c: [f"return F.softmax({c.x}, dim={c.dim})"]],
+               lambda c: [f"return F.softmax({c.x}, dim={c.dim})"],
+               lambda c: ([f"self.softmax = nn.Softmax(dim={_arg(c.dim)})"], [f"return self.softmax({c.x})"]),
+               lambda c: [f"return {c.x}.softmax(dim={c.dim})"]],
               SOFTMAX, other='-float("inf")', dim_param=True, rank=(2,), imports_f=True),
     RowFamily("log_softmax", "Applies log-softmax over one dimension.",
               [lambda c: [f"return torch.log_softmax({c.x}, dim={c.dim})"],
-               lambda c: [f"return F.log_softmax({c.x}, dim={c.dim})"]],
+               lambda c: [f"return F.log_softmax({c.x}, dim={c.dim})"],
+               lambda c: ([f"self.log_softmax = nn.LogSoftmax(dim={_arg(c.dim)})"], [f"return self.log_softmax({c.x})"]),
+               lambda c: [f"return {c.x}.log_softmax({c.dim})"]],
               LOG_SOFTMAX, other='-float("inf")', dim_param=True, rank=(2,), imports_f=True),
     # ---------------------------------------------------------------- reductions
     RowFamily("sum_dim", "Sums over one dimension.", _reduce_forms("sum", "sum"),
@@ -214,14 +206,18 @@ FAMILIES: list[RowFamily] = [
     # ---------------------------------------------------------------- Level 2: reduction chains
     RowFamily("softmax_scale", "Applies softmax over the last dimension, then multiplies by a constant.",
               [lambda c: [f"{c.x} = torch.softmax({c.x}, dim=-1)", f"return {c.x} * self.scale"],
-               lambda c: [f"return F.softmax({c.x}, dim=-1) * self.scale"]],
+               lambda c: [f"return F.softmax({c.x}, dim=-1) * self.scale"],
+               lambda c: (["self.softmax = nn.Softmax(dim=-1)"], [f"{c.x} = self.softmax({c.x})", f"return {c.x} * self.scale"])],
               [lambda c: [f"z = {c.x} - tl.max({c.x}, axis=0)", "num = tl.exp(z)",
                           f"{c.out} = num / tl.sum(num, axis=0) * scale"]],
               other='-float("inf")', scalars=[("scale", (0.5, 2.0, 10.0, 1.5))],
               kernel_scalars=lambda c: [("scale", "self.scale")], imports_f=True, level=2,
               description="fused softmax and scale"),
     RowFamily("logsumexp_relu", "Takes logsumexp over the last dimension (kept), then ReLU.",
-              [lambda c: [f"{c.x} = torch.logsumexp({c.x}, dim=-1, keepdim=True)", f"return torch.relu({c.x})"]],
+              [lambda c: [f"{c.x} = torch.logsumexp({c.x}, dim=-1, keepdim=True)", f"return torch.relu({c.x})"],
+               lambda c: [f"return F.relu(torch.logsumexp({c.x}, dim=-1, keepdim=True))"],
+               lambda c: (["self.relu = nn.ReLU()"], [f"{c.x} = torch.logsumexp({c.x}, -1, keepdim=True)",
+                                                    f"return self.relu({c.x})"])],
               [lambda c: [f"row_max = tl.max({c.x}, axis=0)",
                           f"lse = row_max + tl.log(tl.sum(tl.exp({c.x} - row_max), axis=0))",
                           f"{c.out} = tl.maximum(lse, 0.0)"]],
@@ -244,12 +240,14 @@ FAMILIES: list[RowFamily] = [
               level=2, description="square, mean, sqrt chain"),
     # ---------------------------------------------------------------- Level 2: normalisation + activation
     RowFamily("layer_norm_gelu", "Applies layer normalisation over the last dimension, then GELU.",
-              [lambda c: [f"{c.x} = {_ln_call(c, c.x)}", f"return F.gelu({c.x})"]],
+              [lambda c: [f"{c.x} = {_ln_call(c, c.x)}", f"return F.gelu({c.x})"],
+               lambda c: (["self.gelu = nn.GELU()"], [f"{c.x} = {_ln_call(c, c.x)}", f"return self.gelu({c.x})"])],
               [lambda c: _mean_var(c) + [f"{c.out} = diff * rstd * w + b", f"{c.out} = {_gelu(c.out)}"]],
               shared_init=_ln_init, init_params=[("SIZE", "int")], weights=_ln_weights, kernel_scalars=_ln_eps,
               imports_f=True, level=2, description="layer norm fused with GELU"),
     RowFamily("rms_norm_silu", "Applies RMS normalisation with a learned scale, then SiLU.",
-              [lambda c: [f"{c.x} = {_rms_ref(c, c.x)}", f"return F.silu({c.x})"]],
+              [lambda c: [f"{c.x} = {_rms_ref(c, c.x)}", f"return F.silu({c.x})"],
+               lambda c: (["self.act = nn.SiLU()"], [f"{c.x} = {_rms_ref(c, c.x)}", f"return self.act({c.x})"])],
               [lambda c: RMS_COMPUTE(c) + [f"{c.out} = {c.out} * tl.sigmoid({c.out})"]],
               shared_init=RMS_INIT, init_params=[("SIZE", "int")], weights=lambda c: [("w", "self.weight")],
               kernel_scalars=lambda c: [("eps", "self.eps")], imports_f=True, level=2,
@@ -270,12 +268,6 @@ FAMILIES: list[RowFamily] = [
 ATTRS = ("norm", "ln", "layer_norm", "norm_layer")
 _PROBE = Ctx(x="x", out="out", n_cols="n", mask="mask", cols="cols", sizes=("b", "d"), dim="-1", attr="norm",
              style=DEFAULT_STYLE)  # to ask a family whether it has learned weights
-
-
-def _input(kind: str, shape: list[str], dtype: str) -> str:
-    if kind == "near_one":
-        return rand(shape, dtype, " * 0.5 + 0.75")
-    return randn(shape, dtype)
 
 
 def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> Example:
@@ -330,10 +322,18 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
         inputs.append((c.residual, randn(shape, dtype)))
         fwd_args.append(c.residual)
     fwd = style.pick(fam.forms)(c)
-    ref = RefSpec(doc=fam.doc, init_params=init_params, init_lines=init_lines, forward_args=fwd_args,
+    own_init, fwd = fwd if isinstance(fwd, tuple) else ([], fwd)
+    ref = RefSpec(doc=fam.doc, init_params=init_params, init_lines=init_lines + own_init, forward_args=fwd_args,
                   forward_lines=fwd, constants=constants, inputs=inputs, init_inputs=init_inputs,
                   forward_doc="the result of the operation.",
-                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [])
+                  imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [],
+                  arg_docs={sizes[-1]: "Length of the normalised last dimension."} if fam.init_params and not fam.cols_4d
+                  else {sizes[1]: "Number of channels."} if fam.init_params else {})
+    if style.sizes == "published":  # the row is loaded whole: rows stay <= 4096 long, their count grows
+        row_len = scale.ROW_LEN if fam.max_cols >= 256 else (128, 256, 512, 1024) if fam.max_cols >= 128 else (dims[-1],)
+        choices = {2: (scale.ROWS, row_len), 3: (scale.BATCH, scale.SEQ, row_len),
+                   4: (scale.BATCH, scale.CHANNELS, scale.SMALL_PLANE, scale.SMALL_PLANE)}[rank]
+        ref.published = dict(zip(sizes, scale.draw(rng, choices, cap=scale.INT32_SAFE - 1)))
 
     # ---- kernel
     kname = style.kernel(fam.family)
@@ -346,7 +346,7 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
     args += [k for k, _ in kscal]
     reverse = fam.family == "reverse_cumsum"
     idx = f"({c.n_cols} - 1 - {c.cols})" if reverse else c.cols
-    body = [f"row = tl.program_id(0)",
+    body = ["row = tl.program_id(0).to(tl.int64)" if style.int64 else "row = tl.program_id(0)",
             f"{c.cols} = tl.arange(0, {block})",
             f"{c.mask} = {c.cols} < {c.n_cols}",
             f"row_start = row * {c.n_cols}"]
@@ -417,119 +417,8 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
     sol = SolSpec(kernels=[*fam.helpers, kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
     shape_desc = dict(zip(sizes, dims))
     if fam.dim_param:
-        shape_desc["dim"] = dim_value
-    return Example(fam.family, render_reference(ref, style), render_solution(ref, sol, style),
-                   fam.description or fam.doc, dtype, shape_desc, style)
-
-
-# ---------------------------------------------------------------------------- SwiGLU (a split row)
-
-
-def render_swiglu(rng: random.Random, dtype: str, style: Style) -> Example:
-    sizes = style.pick_name(SIZES_2D)
-    x = style.pick_name(X_NAMES, salt=1)
-    style = avoid_clashes(style, [*sizes, x])
-    dims = [rng.choice((2, 4, 8, 16)), rng.choice((16, 32, 50, 64, 128))]
-    hidden = sizes[-1]
-    forms = [[f"a, b = {x}.chunk(2, dim=-1)", "return F.silu(a) * b"],
-             [f"gate, up = torch.chunk({x}, 2, dim=-1)", "return gate * torch.sigmoid(gate) * up"]]
-    fwd = style.pick(forms)
-    ref = RefSpec(doc="SwiGLU: splits the last dimension in two halves a, b and returns silu(a) * b.",
-                  init_params=[], init_lines=[], forward_args=[x], forward_lines=fwd,
-                  constants=list(zip(sizes, dims)), inputs=[(x, randn([sizes[0], f"2 * {hidden}"], dtype))],
-                  init_inputs=[], forward_doc="a tensor whose last dimension is half the input's.",
-                  imports=["import torch.nn.functional as F"] if "F." in fwd[-1] else [])
-    kname = style.kernel("swiglu")
-    b, o, m, n = style.block, style.offs, style.mask, style.numel
-    xp, op = style.ptr(x), style.ptr("out")
-    kernel = f"""
-@triton.jit
-def {kname}({xp}, {op}, {n}, half, {b}: tl.constexpr):
-{comment(style, "out[r, j] = silu(x[r, j]) * x[r, half + j]: both halves come from the same input row")}    {style.pid} = tl.program_id(axis=0)
-    {o} = {style.pid} * {b} + tl.arange(0, {b})
-    {m} = {o} < {n}
-    row = {o} // half
-    col = {o} % half
-    a = tl.load({xp} + row * 2 * half + col, mask={m}, other=0.0).to(tl.float32)
-    g = tl.load({xp} + row * 2 * half + half + col, mask={m}, other=0.0).to(tl.float32)
-    tl.store({op} + {o}, a * tl.sigmoid(a) * g, mask={m})
-"""
-    launch = [f"{x} = {x}.contiguous()", "half = " + f"{x}.shape[-1] // 2",
-              f"out = torch.empty({x}.shape[:-1] + (half,), dtype={x}.dtype, device={x}.device)",
-              f"{n} = out.numel()", f"grid = {grid_1d(style, n)}",
-              f"{kname}[grid]({x}, out, {n}, half, {b}={style.block_size})", "return out"]
-    if style.launcher == "function":
-        fn = "swiglu" if kname != "swiglu" else "launch_swiglu"
-        helpers = [f"def {fn}({x}):\n" + "\n".join(f"    {ln}" for ln in launch) + "\n"]
-        forward = [f"return {fn}({x})"]
-    else:
-        helpers, forward = [], launch
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward)
-    return Example("swiglu", render_reference(ref, style), render_solution(ref, sol, style),
-                   "SwiGLU gate: split, SiLU and multiply, fused", dtype, dict(zip(sizes, dims)), style)
-
-
-# ---------------------------------------------------------------------------- reductions over any dim
-
-
-def render_reduce(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> Example:
-    """A reduction over constructor-chosen dim of a 3D input, without moving data: the input is
-    viewed as (outer, R, inner) and each program reduces a [BLOCK_R, BLOCK_I] tile over R, its
-    BLOCK_I neighbouring inner positions contiguous in memory."""
-    sizes = style.pick_name(SIZES_3D)
-    x = style.pick_name(X_NAMES, salt=1)
-    style = avoid_clashes(style, [*sizes, x])
-    dims = [rng.choice((2, 4)), rng.choice((3, 8, 16)), rng.choice(tuple(d for d in (16, 33, 64) if d <= fam.max_cols))]
-    dim_name = style.pick_name(("dim", "reduce_dim", "axis", "dim"), salt=2)
-    dim_value = rng.choice((1, 2, -1, 0, 1))
-    keepdim = style.variant % 4 == 3 and fam.family not in ("argmax_dim", "argmin_dim")
-    constants = list(zip(sizes, dims)) + [(dim_name, dim_value)]
-    c = Ctx(x=x, out=style.pick(("out", "acc", "result", "out"), salt=4), n_cols="reduce_len", mask=style.mask,
-            cols="offs_r", sizes=sizes, dim=f"self.{dim_name}", attr="", style=style)
-    fwd = style.pick(fam.forms)(c)
-    if keepdim:
-        fwd = [ln.replace(f"dim={c.dim})", f"dim={c.dim}, keepdim=True)") for ln in fwd]
-        if not any("keepdim" in ln for ln in fwd):
-            keepdim = False
-    ref = RefSpec(doc=fam.doc + (" The reduced dimension is kept with size 1." if keepdim else ""),
-                  init_params=[(dim_name, "int")], init_lines=[f"self.{dim_name} = {dim_name}"], forward_args=[x],
-                  forward_lines=fwd, constants=constants, inputs=[(x, _input(fam.input_kind, list(sizes), dtype))],
-                  init_inputs=[dim_name], forward_doc="the input reduced over `dim`.")
-    kname = style.kernel(fam.family)
-    xp, op, m = style.ptr(x), style.ptr("out"), style.mask
-    body = ["pid_o = tl.program_id(0)",
-            "pid_i = tl.program_id(1)",
-            "offs_r = tl.arange(0, BLOCK_R)",
-            "offs_i = pid_i * BLOCK_I + tl.arange(0, BLOCK_I)",
-            f"{m} = (offs_r[:, None] < reduce_len) & (offs_i[None, :] < inner)",
-            f"{x} = tl.load({xp} + pid_o * reduce_len * inner + offs_r[:, None] * inner + offs_i[None, :],",
-            f"            mask={m}, other={fam.other}).to(tl.float32)"]
-    body += style.pick(fam.compute, salt=6)(c)
-    body.append(f"tl.store({op} + pid_o * inner + offs_i, {c.out}, mask=offs_i < inner)")
-    kernel = (f"@triton.jit\ndef {kname}({xp}, {op}, reduce_len, inner, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):\n"
-              + comment(style, "x is seen as (outer, reduce_len, inner); each program reduces one tile over reduce_len")
-              + "\n".join(f"    {ln}" for ln in body) + "\n")
-    dtype_expr = fam.out_dtype or f"{x}.dtype"
-    launch = [f"dim = dim % {x}.dim()", f"{x} = {x}.contiguous()",
-              f"reduce_len = {x}.shape[dim]", "outer = 1", f"for size in {x}.shape[:dim]:", "    outer *= size",
-              f"inner = {x}.numel() // (outer * reduce_len)",
-              f"out = torch.empty({x}.shape[:dim] + {x}.shape[dim + 1:], dtype={dtype_expr}, device={x}.device)",
-              "BLOCK_R = triton.next_power_of_2(reduce_len)",
-              f"BLOCK_I = min(triton.next_power_of_2(inner), {rng.choice((16, 32, 64))})",
-              "grid = (outer, triton.cdiv(inner, BLOCK_I))",
-              f"{kname}[grid]({x}, out, reduce_len, inner, BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I)",
-              "return out.unsqueeze(dim)" if keepdim else "return out"]
-    fn = style.pick_name(("{}", "triton_{}", "{}_forward", "launch_{}"), salt=3).format(fam.family)
-    if fn == kname:
-        fn = f"launch_{fam.family}"
-    doc = '    """Reduces x over `dim` with one program per (outer index, block of inner positions)."""\n' \
-        if style.sol_docstrings else ""
-    helper = f"def {fn}({x}, dim):\n" + doc + "\n".join(f"    {ln}" for ln in launch) + "\n"
-    sol = SolSpec(kernels=[*fam.helpers, kernel], helpers=[helper],
-                  forward_lines=[f"return {fn}({x}, self.{dim_name})"])
-    shape = dict(zip(sizes, dims)) | {"dim": dim_value, "keepdim": int(keepdim)}
-    return Example(fam.family, render_reference(ref, style), render_solution(ref, sol, style), fam.doc, dtype,
-                   shape, style)
+        shape_desc[dim_name] = dim_value
+    return make_example(fam.family, ref, sol, style, fam.description or fam.doc, dtype, shape_desc)
 
 
 def templates() -> list[TemplateInfo]:
