@@ -192,6 +192,9 @@ def test_one_malformed_file_names_the_file(tmp_path):
 def test_unknown_sources_say_what_is_accepted(tmp_path):
     with pytest.raises(TaskSourceError, match="unknown task source 'no such thing'"):
         load_tasks("no such thing")
+    for missing in (str(tmp_path / "nonexistent"), "./nowhere", "~/not/here", "tables.parquet"):
+        with pytest.raises(TaskSourceError, match="no such file or folder"):  # a path, not an unknown kind
+            load_tasks(missing)
     (tmp_path / "notes.txt").write_text("hello")
     with pytest.raises(TaskSourceError, match="KernelBench checkout"):
         load_tasks(str(tmp_path / "notes.txt"))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .builtin_suite import check_size, load_builtin, select_levels
+from .devset_suite import load_devset
 from .kb_format import FormatProblem, TaskFormatError, check_kb_source
 from .task import Task
 
@@ -186,6 +187,7 @@ def load_tasks(source: str, *, size: str = "small", levels: Iterable[int] | int 
     """Load tasks from `source`, the setting `data.task_source`.
 
     - "builtin": the project's suite, sized by `size` ("small" for the interpreter, "full" for a GPU);
+    - "devset": the development set SFT's settings are chosen on (tasks/devset/), sized likewise;
     - a KernelBench checkout (the repo root or its KernelBench/ folder), or one of its levelN/ folders;
     - a parquet / jsonl file or folder of them with columns code, level, name, problem_id;
     - a hub dataset name such as "ScalingIntelligence/KernelBench" (needs network access).
@@ -195,6 +197,8 @@ def load_tasks(source: str, *, size: str = "small", levels: Iterable[int] | int 
     source = str(source).strip()
     if source == "builtin":
         return load_builtin(size, levels=levels, limit=limit)
+    if source == "devset":
+        return _finish(load_devset(size), select_levels(levels), limit)
     path = Path(source).expanduser()
     if path.is_dir():
         if kernelbench_level_dirs(path):
@@ -205,7 +209,10 @@ def load_tasks(source: str, *, size: str = "small", levels: Iterable[int] | int 
             raise TaskSourceError(f"{path}: task files come in a KernelBench checkout (levelN/ folders) or a "
                                   f"table ({', '.join(_TABLE_SUFFIXES)}); got a {path.suffix or 'suffix-less'} file")
         return load_kernelbench_dataset(str(path), levels=levels, limit=limit)
-    if _HUB_NAME.match(source) and not source.endswith(_TABLE_SUFFIXES):
+    if _HUB_NAME.match(source) and not source.endswith(_TABLE_SUFFIXES) and not source.startswith((".", "~")):
         return load_kernelbench_dataset(source, levels=levels, limit=limit)
-    raise TaskSourceError(f"unknown task source {source!r}: use 'builtin', a KernelBench checkout directory, "
+    if source.startswith(("/", ".", "~")) or source.count("/") > 1 or source.endswith(_TABLE_SUFFIXES):
+        raise TaskSourceError(f"{source}: no such file or folder (task sources: 'builtin', a KernelBench checkout "
+                              "folder, a parquet/jsonl file, or a hub dataset name like 'owner/name')")
+    raise TaskSourceError(f"unknown task source {source!r}: use 'builtin', 'devset', a KernelBench checkout directory, "
                           "a parquet/jsonl file or folder, or a hub dataset name like 'owner/name'")
