@@ -14,6 +14,7 @@ from tritonrl_lib.eval.record import (EvalSampling, build_record, format_table, 
                                       read_record, write_record)
 from tritonrl_lib.eval.heldout import cap_tasks, stable_order
 from tritonrl_lib.core.paths import RunPaths
+from tritonrl_lib.rollout import Completion, SamplingConfig
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.reward import compute_reward
 from tritonrl_lib.verify.verdict import Verdict
@@ -163,6 +164,42 @@ def test_failure_reasons_group_by_head():
     assert dict(M.failure_reasons(rows, detail=True)) == {"mismatch:scaled": 1, "mismatch:seed": 1,
                                                           "compile_error": 1}
     assert M.failure_reasons(rows, top=1) == [("mismatch", 2)]
+
+
+def test_looped_samples_are_counted_and_fail_as_loop():
+    """A sample the rollout stopped in a loop counts in loop_rate and fails under `loop`, whatever the
+    verifier made of the code the loop cut off; rows from before the rule (no loop) still read."""
+    rows = rows_from([("a", 1, verdict("none", reason="no_code")), ("a", 1, verdict("static", reason="static:syntax")),
+                      ("b", 1, verdict("compile", reason="mismatch:seed")), ("b", 1, verdict("full", True))])
+    for r, why in zip(rows, ("loop", "loop", "length", "fence")):
+        r["finish_reason"] = why
+    m = M.compute_metrics(rows, k=2)
+    assert (m["num_loop"], m["loop_rate"]) == (2, 50.0)
+    assert m["by_level"]["1"]["loop_rate"] == 50.0
+    assert M.failure_reasons(rows) == [("loop", 2), ("mismatch", 1)]
+    assert dict(M.failure_reasons(rows, detail=True)) == {"loop": 2, "mismatch:seed": 1}
+    rows[3]["finish_reason"] = "loop"  # correct despite the loop (the code closed before it): not a failure
+    assert M.failure_reasons(rows) == [("loop", 2), ("mismatch", 1)] and M.compute_metrics(rows, 2)["loop_rate"] == 75.0
+    older = [{k: v for k, v in r.items() if k != "finish_reason"} for r in rows]  # completions given as text
+    assert (M.summarize(older, 2)["num_loop"], M.summarize(older, 2)["loop_rate"]) == (None, None)
+    assert M.failure_reasons(older) == [("no_code", 1), ("static", 1), ("mismatch", 1)]
+    before_the_rule = [{**r, "finish_reason": "length"} for r in rows]
+    assert M.summarize(before_the_rule, 2)["loop_rate"] == 0.0
+
+
+def test_a_record_from_rollout_completions_counts_its_loops():
+    tasks = [task(1, 1)]
+    looped = "```python\n" + "import triton.language as tl\n" * 16
+    comps = [[Completion(0, j, text, [1] * n, n, 10, why, 0.1)
+              for j, (text, n, why) in enumerate([(looped, 140, "loop"), ("```python\nx\n```", 9, "fence")])]]
+    rec = build_record(model_stage="sft", model_path="m", tasks=tasks, completions=comps,
+                       verdicts=[verdict("none", reason="no_code"), verdict("compile", reason="mismatch:seed")],
+                       sampling=sampling(), task_source="builtin")
+    rec = json.loads(json.dumps(rec))
+    assert [r["finish_reason"] for r in rec["detailed_results"]] == ["loop", "fence"]
+    assert rec["metrics"]["loop_rate"] == 50.0 and rec["metrics"]["num_loop"] == 1
+    assert rec["sampling"]["loop_lines"] == SamplingConfig().loop_lines  # in the fingerprint: older records redo
+    assert M.failure_reasons(rec["detailed_results"]) == [("loop", 1), ("mismatch", 1)]
 
 
 # --------------------------------------------------------------------------- the eval record

@@ -4,6 +4,9 @@ block stops a completion (and its opening fence does not), seeds reproduce, n sa
 
 from __future__ import annotations
 
+import io
+import re
+
 import pytest
 import torch
 
@@ -21,8 +24,10 @@ from tritonrl_lib.rollout import (
     stop_token_ids,
     token_pieces,
 )
-from tritonrl_lib.rollout import lean_check
+from tritonrl_lib.rollout import batches, lean_check
+from tritonrl_lib.rollout.batches import Progress
 from tritonrl_lib.rollout.stopping import SequenceTracker
+from tritonrl_lib.run.progress import describe_bar
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -183,6 +188,69 @@ def test_finished_rows_compact_without_changing_the_rest(cfg):
     assert res.stats.compactions >= 1
     alone = r.generate([other], SamplingConfig(n_samples=1, max_new_tokens=40, **{**GREEDY, "stop_at_fence": True}))
     assert all(c.token_ids == alone.completions[0][0].token_ids for c in res.completions[1])
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def bar_states(text: str) -> list[str]:
+    """Every state a tqdm bar drew (it redraws its line after a carriage return)."""
+    return [s.strip() for s in re.split(r"[\r\n]", text) if "%|" in s]
+
+
+def test_progress_tells_tokens_rate_and_time_left_before_a_sequence_ends():
+    clock, out = Clock(), io.StringIO()
+    with Progress(total=4, max_new=100, enabled=True, batches=2, every_s=10.0, file=out, clock=clock) as prog:
+        prog.start_batch()
+        prog.advance(10, 20)
+        clock.t += 5
+        prog.tick()  # 5 s: not yet
+        assert all("tokens=" not in s for s in bar_states(out.getvalue()))
+        prog.advance(10, 30)
+        clock.t += 5
+        prog.tick()  # 10 s, 20 steps, no sequence done: this batch may run to 100 steps, the next too
+        line = bar_states(out.getvalue())[-1]
+        assert line.endswith("0/4 [00:00, tokens=50, tok/s=5.0, left=01:30]"), line  # 180 steps of 0.5 s
+        compact, finished, count = describe_bar(line)  # what `tritonrl run` shows of it
+        assert count == "rollout: 0/4" and not finished and "tokens=50, tok/s=5.0, left=01:30" in compact
+        prog.advance(10, 20)
+        prog.finished()
+        prog.finished()  # the first batch ended at step 30: the second is expected to last as long
+        clock.t += 5
+        prog.start_batch()
+        prog.advance(5, 10)
+        clock.t += 2.5
+        assert prog.seconds_left() == pytest.approx((30 - 5) * 0.5)
+        prog.advance(0, 12_340 - 90)
+        assert prog.fields()["tokens"] == "12.3k"
+    last = bar_states(out.getvalue())[-1]
+    assert "2/4" in last and "tokens=12.3k" in last
+
+
+@pytest.mark.parametrize("engine", ["lean", "hf"])
+def test_generation_reports_progress_while_it_decodes(scrambled, engine, monkeypatch, capsys):
+    """Both engines redraw the bar between decode steps (here at every step), so the tokens and the
+    rate show before the first sequence ends; the last state counts every sequence and token."""
+    model, tok, prompts = scrambled
+    monkeypatch.setattr(batches, "PROGRESS_EVERY_S", 0.0)
+    s = SamplingConfig(n_samples=2, max_new_tokens=20, batch_size=6, **GREEDY)
+    res = Rollout(model, tok, engine=engine).generate(prompts, s, progress=True)
+    states = bar_states(capsys.readouterr().err)
+    early = [x for x in states if " 0/6 " in x and "tokens=" in x and "tokens=0," not in x]
+    assert len(early) >= 5, states[:8]  # tokens counted, step by step, before any sequence ended
+    tokens = [int(re.search(r"tokens=(\d+)", x)[1]) for x in early]
+    assert tokens == sorted(tokens) and tokens[-1] < res.stats.generated_tokens
+    assert re.search(r"tok/s=[\d.]+, left=\d\d:\d\d\]", early[-1])
+    assert states[-1].startswith("rollout: 100%") and " 6/6 " in states[-1]
+    assert f"tokens={res.stats.generated_tokens}," in states[-1]
 
 
 # --------------------------------------------------------------------------- stopping at the code's end

@@ -18,6 +18,14 @@ A *sample* is one verified completion: a row of `detailed_results` in an eval re
                    None where no baseline was attached
     pass_at_1, pass_at_k  the unbiased pass@k estimator (Chen et al. 2021) per task, averaged
                           over tasks, in percent
+    num_loop, loop_rate  samples whose generation was stopped in a loop (a row's `finish_reason` is
+                   "loop": the rollout's stop rule, rollout/stopping.py's LoopStop), and their share
+                   in percent; None when no row records a finish_reason (completions given as text).
+                   Rows written before the rule existed never say "loop": their loop_rate is 0
+
+A row's `finish_reason` (fence | eos | length | loop; absent where the completion came as plain text)
+is why its generation stopped. `failure_reasons` counts a looped sample that failed under `loop`,
+whatever the verifier said of the code the loop cut off.
 
 Intervals (`intervals`, `paired_difference`): 95% percentile intervals from resampling tasks,
 in percent (below, after the aggregates).
@@ -42,6 +50,7 @@ FAST_P_THRESHOLDS = (0.0, 1.0, 1.5, 2.0)
 # machine's stored baselines (attached by baselines.attach_speedups)
 BASELINE_BLOCKS = {"vs_eager_baseline": "speedup_vs_eager_baseline", "vs_compile": "speedup_vs_compile"}
 BASELINE_MS = {"vs_eager_baseline": "baseline_eager_ms", "vs_compile": "baseline_compile_ms"}
+LOOP = "loop"  # the finish_reason of a completion stopped in a loop (rollout.FINISH_REASONS)
 RATE_KEYS = ("valid_rate", "compiled_rate", "correct_rate", "fast1_rate", "fast2_rate")
 FUNNEL = (("valid", "valid_rate"), ("compiled", "compiled_rate"), ("correct", "correct_rate"),
           ("fast_1", "fast1_rate"), ("fast_2", "fast2_rate"))
@@ -118,6 +127,11 @@ def is_compiled(row: Mapping[str, Any]) -> bool:
     return passed(row["stage"], "compile")
 
 
+def is_loop(row: Mapping[str, Any]) -> bool:
+    """Was the sample's generation stopped in a loop? (False for rows without a finish_reason.)"""
+    return row.get("finish_reason") == LOOP
+
+
 def is_fast(row: Mapping[str, Any], threshold: float, speedup_key: str = "speedup") -> bool:
     s = row.get(speedup_key)
     return bool(row["correct"]) and s is not None and s > threshold
@@ -171,6 +185,9 @@ def summarize(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     out["pass_at_1"] = _mean_pass_at(rows, 1)
     out["pass_at_k"] = _mean_pass_at(rows, k)
     out["k"] = k
+    recorded = any("finish_reason" in r for r in rows)
+    out["num_loop"] = sum(is_loop(r) for r in rows) if recorded else None
+    out["loop_rate"] = _pct(out["num_loop"], n) if recorded else None
     return out
 
 
@@ -264,10 +281,14 @@ def compute_metrics(rows: Sequence[Mapping[str, Any]], k: int, resamples: int = 
 def failure_reasons(rows: Iterable[Mapping[str, Any]], top: int | None = None,
                     detail: bool = False) -> list[tuple[str, int]]:
     """Most common reasons among the samples that were not correct. `detail=False` groups by the
-    reason's head (`mismatch:scaled` and `mismatch:seed` both count as `mismatch`)."""
+    reason's head (`mismatch:scaled` and `mismatch:seed` both count as `mismatch`). A sample whose
+    generation was stopped in a loop counts as `loop`, not as what the verifier made of the cut code."""
     counts: Counter[str] = Counter()
     for r in rows:
         if r["correct"]:
+            continue
+        if is_loop(r):
+            counts[LOOP] += 1
             continue
         reason = r.get("reason") or "unknown"
         counts[reason if detail else reasons.head(reason)] += 1

@@ -44,11 +44,15 @@ class EvalSampling:
     max_new_tokens: int
     batch_size: int
     seed: int
+    # the rollout's loop stop (SamplingConfig.loop_lines); in the fingerprint, so a record sampled
+    # before completions stopped in loops (no such key) is redone rather than reused
+    loop_lines: int = SamplingConfig.loop_lines
     notes: list[str] = field(default_factory=list)
 
     def to_rollout(self):
         return SamplingConfig(n_samples=self.k, temperature=self.temperature, top_p=self.top_p,
-                              max_new_tokens=self.max_new_tokens, batch_size=self.batch_size, seed=self.seed)
+                              max_new_tokens=self.max_new_tokens, batch_size=self.batch_size, seed=self.seed,
+                              loop_lines=self.loop_lines)
 
 
 def eval_sampling(cfg: RunConfig, k: int | None = None) -> EvalSampling:

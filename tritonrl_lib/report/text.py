@@ -31,6 +31,7 @@ FUNNEL_WORDS = {
 REASON_WORDS = {
     "ok": "correct",
     "no_code": "the reply holds no Python code block",
+    "loop": "the reply fell into a loop (a line or block repeating) and was stopped",
     "static:no_modelnew": "the reply defines no `class ModelNew`",
     "static:no_forward": "`ModelNew` has no `forward` method",
     "static:no_triton_kernel": "no `@triton.jit` kernel in the code",

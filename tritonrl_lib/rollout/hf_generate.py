@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .batches import BatchPlan, progress_bar, sync
+from .batches import BatchPlan, Progress, sync
 from .results import RolloutStats
 from .settings import SamplingConfig
 from .stopping import SequenceTracker
@@ -35,28 +35,34 @@ def generate_hf(model, tokenizer, enc: list[list[int]], sampling: SamplingConfig
     all_trackers: list[SequenceTracker] = []
 
     class _Stop(StoppingCriteria):
-        def __init__(self, trackers: list[SequenceTracker], t0: float):
-            self.trackers, self.t0, self.seen = trackers, t0, 0
+        def __init__(self, trackers: list[SequenceTracker], t0: float, prog: Progress):
+            self.trackers, self.t0, self.prog = trackers, t0, prog
 
         def __call__(self, input_ids, scores, **kwargs):
             last = input_ids[:, -1].tolist()
             now = time.perf_counter() - self.t0
-            done = []
+            done, read = [], 0
             for tr, token in zip(self.trackers, last):
                 if not tr.reason:
                     piece = pieces[token] if token < len(pieces) else ""
+                    read += 1
                     if tr.push(token, piece, eos, sampling.max_new_tokens):
                         tr.seconds = now
+                        self.prog.finished()
                 done.append(bool(tr.reason))
+            self.prog.advance(1, read)
+            self.prog.tick()
             return torch.tensor(done, device=input_ids.device)
 
-    with progress_bar(plan.sequences, progress) as bar, \
+    with Progress(plan.sequences, sampling.max_new_tokens, progress, batches=len(plan.batches)) as prog, \
             torch.random.fork_rng(devices=[dev.index if dev.index is not None else torch.cuda.current_device()]
                                   if dev.type == "cuda" else []):
         for bi, batch in enumerate(plan.batches):
             stats.batches += 1
+            prog.start_batch()
             torch.manual_seed(int(sampling.seed) * 1000003 + bi)
-            trackers = [SequenceTracker(p, s, len(enc[p]), sampling.stop_at_fence) for p, s in batch]
+            trackers = [SequenceTracker(p, s, len(enc[p]), sampling.stop_at_fence, sampling.loop_lines)
+                        for p, s in batch]
             all_trackers.extend(trackers)
             width = max(len(enc[p]) for p, _ in batch)
             ids = torch.full((len(batch), width), pad, dtype=torch.long)
@@ -72,7 +78,7 @@ def generate_hf(model, tokenizer, enc: list[list[int]], sampling: SamplingConfig
                 kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
             sync(dev)
             t0 = time.perf_counter()
-            stopper = _Stop(trackers, t0)
+            stopper = _Stop(trackers, t0, prog)
             model.generate(input_ids=ids.to(dev), attention_mask=mask.to(dev),
                            stopping_criteria=StoppingCriteriaList([stopper]), **kwargs)
             sync(dev)
@@ -80,8 +86,7 @@ def generate_hf(model, tokenizer, enc: list[list[int]], sampling: SamplingConfig
                 if not tr.reason:
                     tr.reason = "length"
                     tr.seconds = time.perf_counter() - t0
-            if bar is not None:
-                bar.update(len(batch))
+                    prog.finished()
     if sampling.return_logprobs:
         score_logprobs(model, enc, all_trackers, sampling)
     return all_trackers

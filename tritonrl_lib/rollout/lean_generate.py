@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 
-from .batches import BatchPlan, progress_bar, sync
+from .batches import BatchPlan, Progress, sync
 from .lean import LeanDecoder
 from .results import RolloutStats
 from .settings import SamplingConfig
@@ -33,23 +33,25 @@ def generate_lean(lean: LeanDecoder, enc: list[list[int]], sampling: SamplingCon
     lean.ensure_cache(rows, max(len(p) for p in enc) + max_new)
     graphs_before = lean.graphs_captured
     all_trackers: list[SequenceTracker] = []
-    with progress_bar(plan.sequences, progress) as bar:
+    with Progress(plan.sequences, max_new, progress, batches=len(plan.batches)) as prog:
         for batch in plan.batches:
             stats.batches += 1
+            prog.start_batch()
             sync(dev)
             t_batch = time.perf_counter()
-            trackers = [SequenceTracker(p, s, len(enc[p]), sampling.stop_at_fence) for p, s in batch]
+            trackers = [SequenceTracker(p, s, len(enc[p]), sampling.stop_at_fence, sampling.loop_lines)
+                        for p, s in batch]
             all_trackers.extend(trackers)
             t_pre = time.perf_counter()
-            logits = _prefill(lean, enc, batch)
+            logits = _prefill(lean, enc, batch, prog)
             sync(dev)
             stats.prefill_s += time.perf_counter() - t_pre
-            _decode(lean, enc, batch, trackers, logits, sampling, stats, gen, pieces, eos, t_batch, bar)
+            _decode(lean, enc, batch, trackers, logits, sampling, stats, gen, pieces, eos, t_batch, prog)
     stats.cuda_graphs = lean.graphs_captured - graphs_before
     return all_trackers
 
 
-def _prefill(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int]]):
+def _prefill(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int]], prog: Progress):
     """Prefill each distinct prompt of `batch` once, into the slot of its first sample, and copy its
     KV to its other samples' slots. -> logits (b, V) of the first token of every slot."""
     import torch
@@ -74,6 +76,7 @@ def _prefill(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int
         lengths = torch.tensor([len(enc[p]) for p, _ in part], device=dev)
         logits[slots] = lean.prefill(slots, ids.to(dev), lengths)
         i = j
+        prog.tick()  # long prompts on a CPU: seconds per chunk
     src = [first_slot[p] for p, _ in batch]
     dup = [s for s in range(b) if src[s] != s]
     if dup:
@@ -86,7 +89,7 @@ def _prefill(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int
 
 def _decode(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int]], trackers: list[SequenceTracker],
             logits, sampling: SamplingConfig, stats: RolloutStats, gen, pieces: list[str], eos: frozenset,
-            t_batch: float, bar) -> None:
+            t_batch: float, prog: Progress) -> None:
     """Sample and decode the prefilled batch until every row has stopped or reached max_new_tokens."""
     import torch
 
@@ -115,7 +118,7 @@ def _decode(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int]
         if due:
             before_b = cur_b
             active, cur_b = _read_new_tokens(trackers, slot_of, hist, lp_hist, checked, step + 1, cur_b, max_new,
-                                             t_batch, buckets, lean, pieces, eos, bar)
+                                             t_batch, buckets, lean, pieces, eos, prog)
             stats.compactions += cur_b < before_b
             checked = step + 1
             if active == 0 or step + 1 >= max_new:
@@ -134,11 +137,12 @@ def _decode(lean: LeanDecoder, enc: list[list[int]], batch: list[tuple[int, int]
         if not tr.reason:
             tr.reason = "length"
             tr.seconds = time.perf_counter() - t_batch
+            prog.finished()
 
 
 def _read_new_tokens(trackers: list[SequenceTracker], slot_of: list[int], hist, lp_hist, start: int, stop: int,
                      cur_b: int, max_new: int, t_batch: float, buckets: list[int], lean: LeanDecoder,
-                     pieces: list[str], eos: frozenset, bar) -> tuple[int, int]:
+                     pieces: list[str], eos: frozenset, prog: Progress) -> tuple[int, int]:
     """Read tokens [start, stop) of the live rows on the host, finish rows that stopped, and
     compact the batch when it fits a smaller bucket. -> (live rows, rows decoded from now)."""
     import torch
@@ -148,6 +152,7 @@ def _read_new_tokens(trackers: list[SequenceTracker], slot_of: list[int], hist, 
     now = time.perf_counter() - t_batch
     n_pieces = len(pieces)
     live = []
+    read = 0
     for slot in range(cur_b):
         ti = slot_of[slot]
         if ti < 0:
@@ -156,16 +161,19 @@ def _read_new_tokens(trackers: list[SequenceTracker], slot_of: list[int], hist, 
         if tr.reason:
             continue
         row = block[slot]
+        before = len(tr.tokens)
         for j, token in enumerate(row):
             if tr.push(token, pieces[token] if token < n_pieces else "", eos, max_new,
                        lps[slot][j] if lps is not None else None):
                 break
+        read += len(tr.tokens) - before
         if tr.reason:
             tr.seconds = now
-            if bar is not None:
-                bar.update(1)
+            prog.finished()
         else:
             live.append(slot)
+    prog.advance(stop - start, read)
+    prog.tick()
     target = next(bk for bk in buckets if bk >= max(len(live), 1))
     if live and target < cur_b:
         keep = torch.tensor(live, device=lean.device)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-FINISH_REASONS = ("fence", "eos", "length")
+FINISH_REASONS = ("fence", "eos", "length", "loop")  # loop: stopped in a loop (stopping.LoopStop)
 
 
 @dataclass
@@ -16,7 +16,7 @@ class Completion:
     token_ids: list[int]  # what the model generated, through the stop token
     num_tokens: int
     prompt_tokens: int
-    finish_reason: str  # fence | eos | length
+    finish_reason: str  # fence | eos | length | loop
     seconds: float  # from the start of its batch to the step its stop was seen
     logprobs: list[float] | None = None
 
@@ -38,7 +38,7 @@ class RolloutStats:
     batches: int = 0
     cuda_graphs: int = 0  # graphs captured during this call
     compactions: int = 0  # times finished rows were dropped from the decode batch
-    finish_reasons: dict[str, int] = field(default_factory=dict)
+    finish_reasons: dict[str, int] = field(default_factory=dict)  # FINISH_REASONS -> sequences
     note: str = ""  # why the lean engine was not used, when it was not
 
     @property

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .stopping import LOOP_LINES
+
 
 @dataclass
 class SamplingConfig:
@@ -15,6 +17,7 @@ class SamplingConfig:
     batch_size: int = 32  # sequences decoded at once
     seed: int = 0
     stop_at_fence: bool = True
+    loop_lines: int = LOOP_LINES  # stop a loop (stopping.LoopStop) once its repeats cover this many lines; 0 = off
     engine: str = "auto"  # auto (lean where supported, else hf) | lean | hf
     cuda_graphs: bool = True  # lean engine on CUDA only
     check_every: int = 0  # host-side stop check every k decode steps; 0 = 8 on CUDA, 1 on CPU
@@ -31,6 +34,8 @@ class SamplingConfig:
             raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
         if not 0.0 < self.top_p <= 1.0:
             raise ValueError(f"top_p must lie in (0, 1], got {self.top_p}")
+        if self.loop_lines < 0 or self.loop_lines == 1:
+            raise ValueError(f"loop_lines must be 0 (off) or at least 2, got {self.loop_lines}")
         if self.engine not in ("auto", "lean", "hf"):
             raise ValueError(f"engine={self.engine!r}: expected auto, lean or hf")
 

@@ -106,7 +106,7 @@ class _Collector:
     def _generate(self, prompts: list[str], n: int, seed: int) -> tuple[list[list[Any]], float]:
         sampling = dataclasses.replace(self.ctx.sampling, n_samples=n, seed=seed)
         t0 = time.perf_counter()
-        res = self.ctx.sampler.generate(prompts, sampling)
+        res = self.ctx.sampler.generate(prompts, sampling, progress=True)  # a step's generation runs for minutes
         dt = time.perf_counter() - t0
         _merge_stats(self.rollout, res.stats)
         return res.completions, dt
