@@ -15,6 +15,9 @@ Stages, in order (`--only a,b` runs some of them; the summary is always written)
 
     data      01_data: tasks, the split (held-out set (a): one variant task of every train family;
               (b): held-out families), the verified SFT corpus            -> RESULTS/runs/base
+    select    SFT variants (`--variants`) trained side by side, each evaluated on the development set
+              (tasks/devset/, k=2); the best by correct rate (then valid rate) becomes the run's
+              SFT settings                                                -> RESULTS/runs/sft_v<i>
     sft       02_sft on it (held-out slice's loss logged)                 -> RESULTS/runs/base
     best_of_n 03_rl with best-of-N from the SFT adapter                   -> RESULTS/runs/rl_best_of_n
     grpo      03_rl with GRPO from the same adapter, on the same training tasks, samples per task
@@ -48,21 +51,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tritonrl_lib.core.jsonio import append_jsonl, read_json, read_jsonl, write_jsonl  # noqa: E402
 
-STAGES = ("data", "sft", "best_of_n", "grpo", "eval")
+STAGES = ("data", "select", "sft", "best_of_n", "grpo", "eval")
+# SFT settings tried side by side on the GPU and chosen by their correct rate on the development set
+# (tasks/devset/: written independently of the generator, never KernelBench); `--variants` overrides
+DEFAULT_VARIANTS = "lora_r=64,lora_alpha=128,epochs=6;lora_r=16,lora_alpha=32,epochs=3"
 EVAL_STAGES = ("sft", "rl_best_of_n", "rl_grpo")
 
 
 class Session:
     def __init__(self, args):
-        from tritonrl_lib.core.config import load_config, parse_cli_overrides
-
         self.args = args
         self.root = Path(args.results).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
-        self.overrides = parse_cli_overrides(args.param)
-        self.base_cfg = load_config(args.profile, overrides={**self.overrides, "outputs_dir": str(self.root / "runs"),
-                                                             "run": "base"})
-        self.base = self.base_cfg.paths
+        self.chosen_path = self.root / "chosen_sft.json"
+        self.load_settings()
         self.log_path = self.root / "session_log.jsonl"
         logged = read_jsonl(self.log_path)
         if self.log_path.is_file():
@@ -70,6 +72,16 @@ class Session:
         previous = [r for r in logged if "call" in r]
         self.call = max((r["call"] for r in previous), default=0) + 1
         self.t0 = time.perf_counter()
+
+    def load_settings(self) -> None:
+        """The session's settings: the command line's, then the SFT settings the development set chose."""
+        from tritonrl_lib.core.config import load_config, parse_cli_overrides
+
+        chosen = read_json(self.chosen_path, None) or {}
+        self.overrides = {**parse_cli_overrides(self.args.param), **chosen.get("overrides", {})}
+        self.base_cfg = load_config(self.args.profile, overrides={**self.overrides, "outputs_dir": str(self.root / "runs"),
+                                                                  "run": "base"})
+        self.base = self.base_cfg.paths
 
     def say(self, msg: str) -> None:
         print(f"[call {self.call} +{time.perf_counter() - self.t0:6.1f}s] {msg}", flush=True)
@@ -95,6 +107,69 @@ class Session:
             self.say(m)
         return {"examples": len(res.examples), "skipped": res.skipped_generation}
 
+    def variants(self) -> list[dict]:
+        from tritonrl_lib.core.config import parse_cli_overrides
+
+        return [parse_cli_overrides([kv for kv in v.split(",") if kv]) for v in self.args.variants.split(";") if v]
+
+    def select(self):
+        """Train each SFT variant on the run's corpus (side by side: a 135M model leaves the GPU room),
+        evaluate each on the development set, keep the best's settings and adapter."""
+        import subprocess
+
+        from tritonrl_lib.core.config import load_config
+        from tritonrl_lib.eval.run import LazyPool, evaluate_model
+        from tritonrl_lib.model import load as models
+        from tritonrl_lib.tasks import load_tasks
+
+        variants = self.variants()
+        cfgs = [load_config(self.args.profile, overrides={**self.overrides, **v, "outputs_dir": str(self.root / "runs"),
+                                                           "run": f"sft_v{i}"}) for i, v in enumerate(variants)]
+        procs = []
+        for i, cfg in enumerate(cfgs):
+            paths = cfg.paths.ensure()
+            for name in ("sft_train", "split"):
+                shutil.copy2(getattr(self.base, name), getattr(paths, name))
+            if models.checkpoint_complete(paths.sft_checkpoint):
+                continue
+            argv = [sys.executable, "-m", "tritonrl_lib.train.sft.train", "--params", self.args.profile,
+                    "--run", f"sft_v{i}"] + [x for k, v in {**self.overrides, **variants[i],
+                                                             "outputs_dir": str(self.root / "runs")}.items()
+                                            for x in ("-p", f"{k}={v}")]
+            log = open(self.root / f"sft_v{i}.log", "a")
+            procs.append((i, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))))
+            self.say(f"select: training variant {i} {variants[i]} (log {self.root / f'sft_v{i}.log'})")
+        for i, p in procs:
+            if p.wait() != 0:
+                raise RuntimeError(f"SFT variant {i} failed: see {self.root / f'sft_v{i}.log'}")
+        dev = load_tasks("devset", size=self.base_cfg.data.task_size)
+        pool = LazyPool(self.base_cfg)
+        scores = []
+        try:
+            for i, cfg in enumerate(cfgs):
+                ev = evaluate_model(self.base_cfg, str(cfg.paths.sft_checkpoint), dev, model_stage=f"sft_v{i}",
+                                    adapter=cfg.paths.sft_checkpoint, out=self.root / "eval" / f"dev_sft_v{i}.json",
+                                    pool=pool, k=self.args.dev_k, task_source="devset", progress=True, log=self.say)
+                m = ev.record["metrics"]
+                scores.append((m["correct_rate"] or 0.0, m["valid_rate"] or 0.0, -i))
+                self.say(f"select: variant {i} {variants[i]}: dev correct {m['correct_rate']}%, valid {m['valid_rate']}%")
+        finally:
+            pool.close()
+        best = -max(scores)[2]
+        chosen = {"variant": best, "overrides": variants[best], "scores": [list(s[:2]) for s in scores],
+                  "variants": variants}
+        self.chosen_path.write_text(json.dumps(chosen, indent=1))
+        # the run's SFT is the chosen variant's adapter: same corpus, seed and settings, so 02_sft finds it done
+        shutil.rmtree(self.base.sft_checkpoint, ignore_errors=True)
+        shutil.copytree(cfgs[best].paths.sft_checkpoint, self.base.sft_checkpoint,
+                        ignore=shutil.ignore_patterns("checkpoint-*"))
+        for name in ("sft_log",):
+            if getattr(cfgs[best].paths, name).is_file():
+                self.base.logs_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(getattr(cfgs[best].paths, name), getattr(self.base, name))
+        self.load_settings()  # the chosen settings from here on
+        return chosen
+
     def sft(self):
         from tritonrl_lib.train.sft.train import train_sft
 
@@ -111,6 +186,8 @@ class Session:
         cfg = self.method_cfg(method)
         paths = cfg.paths.ensure()
         shutil.copy2(self.base.split, paths.split)  # the same split: the same training tasks
+        if self.base.kernelbench_split.is_file():  # and the same KernelBench train part
+            shutil.copy2(self.base.kernelbench_split, paths.kernelbench_split)
         if method == "best_of_n" and cfg.rl.replay_ratio > 0:  # replay reads the SFT corpus
             shutil.copy2(self.base.sft_train, paths.sft_train)
         if not models.checkpoint_complete(paths.sft_checkpoint) or \
@@ -138,7 +215,8 @@ class Session:
 
         tasks = load_eval_tasks(self.base_cfg, self.base)
         self.say(f"evaluating on {len(tasks)} tasks: " + ", ".join(
-            f"{name} {sum(t.meta.get('heldout_set') == name for t in tasks)}" for name in ("tasks", "families")))
+            f"{name} {sum(t.meta.get('heldout_set') == name for t in tasks)}"
+            for name in ("tasks", "families", "kernelbench")))
         stages = [("sft", self.base.sft_checkpoint)] + [
             (f"rl_{m}", self.method_cfg(m).paths.rl_checkpoint) for m in ("best_of_n", "grpo")]
         if self.args.with_base:
@@ -168,8 +246,8 @@ class Session:
         t = time.perf_counter()
         self.say(f"stage {stage}")
         try:
-            info = self.data() if stage == "data" else self.sft() if stage == "sft" else \
-                self.eval() if stage == "eval" else self.rl(stage)
+            info = self.data() if stage == "data" else self.select() if stage == "select" else \
+                self.sft() if stage == "sft" else self.eval() if stage == "eval" else self.rl(stage)
         except KeyboardInterrupt:
             self.record(stage, "interrupted", time.perf_counter() - t)
             raise
@@ -197,6 +275,16 @@ def _pct(x) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
+def md_table(rows: list[dict], title: str) -> str:
+    """A Markdown table of dict rows (the first row's keys are the columns), under a bold title."""
+    if not rows:
+        return f"**{title}**: none"
+    cols = list(rows[0])
+    lines = [f"**{title}**", "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join("-" if r.get(c) is None else str(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
 def _interval(iv) -> str:
     return "" if not iv else f" [{iv[0]:.1f}, {iv[1]:.1f}]"
 
@@ -205,9 +293,10 @@ def summarize(s: Session) -> dict:
     from rl_step import markdown, table
 
     from tritonrl_lib.model import load as models
+    from tritonrl_lib.report import kernelbench as KB
     from tritonrl_lib.train.rl.log import read_rl_log, seen_before
 
-    md = [f"# Issue 17 session: {s.args.profile} profile", ""]
+    md = [f"# RL session: {s.args.profile} profile", ""]
     out: dict = {"profile": s.args.profile, "overrides": s.overrides, "calls": s.call}
     log = read_jsonl(s.log_path)
     done = [r for r in log if r.get("status") == "done"]
@@ -267,6 +356,17 @@ def summarize(s: Session) -> dict:
                       f"{_pct(mm.get('correct_rate'))}{_interval(iv.get('correct_rate'))} | "
                       f"{_pct(mm.get('compiled_rate'))}{_interval(iv.get('compiled_rate'))} | "
                       f"{_pct(mm.get('valid_rate'))}{_interval(iv.get('valid_rate'))} |")
+    records = {st: read_json(s.root / "eval" / f"eval_{st}.json", None) for st in ("base", *EVAL_STAGES)}
+    records = {st: rec for st, rec in records.items() if rec}
+    kb_split = KB.load_split(s.base)
+    kb_rows = KB.headline_table(records, s.base_cfg.eval.bootstrap_resamples)
+    if kb_rows:
+        out["kernelbench"] = {"headline": kb_rows, "categories": KB.category_table(records, kb_split),
+                              "split": KB.split_table(kb_split)}
+        md += ["", md_table(kb_rows, "Held-out KernelBench problems (published sizes; percent, 95% interval "
+                            "over problems)"),
+               "", md_table(out["kernelbench"]["categories"], "Held-out KernelBench problems per category"),
+               "", md_table(out["kernelbench"]["split"], "The KernelBench split (problems per stratum)")]
     diffs = [(st, v["vs_sft"]) for st, v in out["eval"].items() if v.get("vs_sft")]
     if diffs:
         md += ["", "## RL minus SFT (percentage points, paired 95% interval over tasks)", "",
@@ -325,6 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--profile", default="gpu")
     ap.add_argument("--only", default="", help=f"comma-separated stages among {', '.join(STAGES)}")
     ap.add_argument("--with-base", action="store_true", help="evaluate the base model too")
+    ap.add_argument("--variants", default=DEFAULT_VARIANTS,
+                    help="SFT variants the select stage tries: ';'-separated, each comma-separated key=value")
+    ap.add_argument("--dev-k", type=int, default=2, help="samples per development-set task in the select stage")
     ap.add_argument("--export-sft", action="store_true",
                     help="with --export: also the finished SFT adapter, as sft_adapter.tgz (a later session starts at RL)")
     ap.add_argument("--export", default=os.environ.get("OUT", ""), help="copy the small results here ($OUT)")

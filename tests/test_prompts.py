@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from tritonrl_lib.model import load as models
 from tritonrl_lib.verify.extract import extract_code
 from tritonrl_lib.model.prompts import (INSTRUCTION, SYSTEM_PROMPT, build_messages, format_completion, format_prompt,
-                                  sft_record)
+                                        prompt_source, sft_record)
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.tasks.task import Task
 
@@ -23,14 +25,66 @@ def tokenizer():
     return models.load_tokenizer("tiny")
 
 
-def test_messages_hold_instruction_and_the_reference_verbatim(relu_task):
+def test_messages_hold_instruction_and_the_reference_code(relu_task):
     msgs = build_messages(relu_task)
     assert [m["role"] for m in msgs] == ["system", "user"]
     assert msgs[0]["content"] == SYSTEM_PROMPT
     user = msgs[1]["content"]
     assert user.startswith(INSTRUCTION)
     assert "ModelNew" in user and "```python" in user
-    assert relu_task.source.strip() in user  # the reference is passed unchanged
+    assert prompt_source(relu_task.source) in user  # the reference's code, its prose left out
+    assert '"""' not in user and "def get_inputs" in user and "torch.relu" in user
+
+
+def _code(tree: ast.AST) -> str:
+    """A module's code without its docstrings, as a comparable dump."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef)) and node.body \
+                and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
+            node.body = node.body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def test_the_prompt_shows_the_same_code_without_prose_or_layout():
+    written = ('''"""A module docstring."""
+import torch   # a comment
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """What it does.
+
+    Args:
+        alpha (float): a scale.
+    """
+
+    def __init__(self, alpha: float):
+        super(Model, self).__init__()
+        self.alpha = alpha  # kept
+
+
+    def forward(self, x):
+        """Returns alpha * relu(x)."""
+        return self.alpha*torch.relu( x )   # the op
+
+
+batch_size=16   # rows
+dim = 393216
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+def get_init_inputs():
+    return [2.0]  # No special initialization inputs needed
+''')
+    shown = prompt_source(written)
+    assert "#" not in shown and '"""' not in shown and "Args" not in shown
+    assert _code(ast.parse(shown)) == _code(ast.parse(written))  # the same computation, constants and sizes
+    assert "dim = 393216" in shown and "return self.alpha * torch.relu(x)" in shown
+    # written two ways, shown one way
+    assert prompt_source(written) == prompt_source(written.replace("self.alpha*torch.relu( x )",
+                                                                  "self.alpha * torch.relu(x)"))
+    assert prompt_source("class Broken(:\n") == "class Broken(:\n"  # what does not parse is shown as it is
 
 
 def test_empty_source_is_an_error_naming_the_task():
@@ -42,7 +96,7 @@ def test_format_prompt_applies_the_chat_template_with_generation_prompt(tokenize
     text = format_prompt(tokenizer, relu_task)
     assert text.count("<|im_start|>") == 3  # system, user, and the opened assistant turn
     assert text.rstrip("\n").endswith("<|im_start|>assistant")
-    assert SYSTEM_PROMPT in text and relu_task.source.strip() in text
+    assert SYSTEM_PROMPT in text and prompt_source(relu_task.source) in text
     # the same text the tokenizer makes from the messages itself: no second template anywhere
     assert text == tokenizer.apply_chat_template(build_messages(relu_task), tokenize=False, add_generation_prompt=True)
 

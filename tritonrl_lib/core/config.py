@@ -52,6 +52,9 @@ class DataConfig:
     heldout_fraction: float = 0.25  # fraction of op families held out of training
     heldout_in_family: int = 1  # variant tasks of each train family held out (held-out set a; 0 = none)
     data_verify_device: str = "cpu"  # cpu (interpreter, every core; no timing needed) | auto (GPU if any)
+    kernelbench: str = ""  # a KernelBench checkout: its L1/L2 problems split into RL's train part and a held-out
+    # part evaluation reports on (tasks/kernelbench.py); "" = the built-in suite alone
+    kernelbench_heldout_fraction: float = 0.35  # share of each (level, category) of KernelBench held out
 
 
 @dataclass
@@ -155,7 +158,9 @@ class EvalConfig:
     eval_temperature: float = 0.0
     eval_stages: list[str] = field(default_factory=lambda: ["base", "sft", "rl"])
     heldout_sets: list[str] = field(default_factory=lambda: ["tasks", "families"])  # eval_tasks=heldout: (a) unseen
-    # tasks of trained families, (b) unseen families; num_tasks caps each set
+    # tasks of trained families, (b) unseen families; num_tasks caps each set. With data.kernelbench set, the
+    # held-out KernelBench problems join as a third set, `kernelbench`
+    kernelbench_num_tasks: int = 0  # held-out KernelBench problems evaluated (0 = all of them, published sizes)
     bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
     baselines: str = "auto"  # this machine's eager / torch.compile reference times (`tritonrl baselines`): auto
     # (<outputs_dir>/baselines/) | off | a folder or a file; correct timed samples get their speedup over both
@@ -168,6 +173,8 @@ class RunConfig:
     outputs_dir: str = "outputs"
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda
+    expected_minutes: float = 0.0  # a whole run of the profile (01 -> 05), measured on the machine its YAML's
+    # comment names: what `tritonrl run` announces at the start (0 = not measured). Not a setting of any work
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
@@ -344,10 +351,16 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(f"{'.'.join(path)} must be 0 or more, got {_get(cfg, path)}")
     if cfg.rl.overlap_chunks < 1:
         raise ConfigError(f"rl.overlap_chunks must be at least 1 (1 = no overlap), got {cfg.rl.overlap_chunks}")
-    unknown_sets = [s for s in cfg.eval.heldout_sets if s not in ("tasks", "families")]
+    unknown_sets = [s for s in cfg.eval.heldout_sets if s not in ("tasks", "families", "kernelbench")]
     if unknown_sets or not cfg.eval.heldout_sets:
-        raise ConfigError(f"eval.heldout_sets={cfg.eval.heldout_sets}: name one or both of tasks (unseen tasks of "
-                          "trained families) and families (unseen families)")
+        raise ConfigError(f"eval.heldout_sets={cfg.eval.heldout_sets}: name one or more of tasks (unseen tasks of "
+                          "trained families), families (unseen families) and kernelbench (held-out KernelBench "
+                          "problems, with data.kernelbench set)")
+    if "kernelbench" in cfg.eval.heldout_sets and not cfg.data.kernelbench.strip():
+        raise ConfigError("eval.heldout_sets names kernelbench, and data.kernelbench names no checkout: set "
+                          "data.kernelbench (-p kernelbench=PATH) or leave kernelbench out of the sets")
+    if cfg.expected_minutes < 0:
+        raise ConfigError(f"expected_minutes={cfg.expected_minutes} must be 0 (not measured) or more")
     if cfg.sft.time_budget_s < 0:
         raise ConfigError(f"sft.time_budget_s={cfg.sft.time_budget_s} must be 0 (none) or more")
     if cfg.rl.top_k > cfg.rl.n_samples:

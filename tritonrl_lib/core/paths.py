@@ -30,6 +30,8 @@ class RunPaths:
     def split(self) -> Path: return self.data_dir / "split.json"
     @property
     def tasks_manifest(self) -> Path: return self.data_dir / "tasks.jsonl"
+    @property
+    def kernelbench_split(self) -> Path: return self.data_dir / "kernelbench_split.json"  # data.kernelbench
 
     # checkpoints: one name per model stage, used by every step (the source lost its RL run to
     # `rl_best_of_n` vs `rl_final`)

@@ -12,6 +12,7 @@ DESCRIPTIONS: dict[str, str] = {
     "outputs_dir": "where run folders live (relative paths: under the checkout)",
     "seed": "seed for sampling, data generation and training",
     "device": "auto (cuda when a GPU is visible) | cpu | cuda",
+    "expected_minutes": "measured minutes of a whole run of this profile, announced by `tritonrl run` (0: not measured)",
     # model
     "model": "embedded (SmolLM2-135M) | tiny (test model) | a Hugging Face id | a local folder",
     "dtype": "weights' type: auto (bf16 on GPU, fp32 on CPU) | float32 | bfloat16 | float16",
@@ -33,6 +34,9 @@ DESCRIPTIONS: dict[str, str] = {
     "heldout_fraction": "share of each category's op families held out of training (the evaluation tasks)",
     "heldout_in_family": "variant tasks of each training family held out (held-out set a; 0: none)",
     "data_verify_device": "where 01_data verifies its examples: cpu (every core, no timing) | auto (a GPU if any)",
+    "kernelbench": "a KernelBench checkout (its folder): 01_data splits its L1/L2 problems into RL's train part "
+                   "and a held-out part 04_eval reports on at published sizes; empty = the built-in suite alone",
+    "kernelbench_heldout_fraction": "share of each (level, category) stratum of KernelBench held out of training",
     # SFT
     "epochs": "passes over the SFT examples",
     "learning_rate": "SFT peak learning rate",
@@ -110,7 +114,9 @@ DESCRIPTIONS: dict[str, str] = {
     "eval_k": "samples per task (pass@k uses them)",
     "eval_temperature": "evaluation sampling temperature (0: greedy)",
     "eval_stages": "the models evaluated: base, sft, rl",
-    "heldout_sets": "eval_tasks=heldout: the sets evaluated: tasks (unseen tasks of trained families), families",
+    "heldout_sets": "eval_tasks=heldout: the sets evaluated: tasks (unseen tasks of trained families), families "
+                    "(unseen families); kernelbench (the held-out KernelBench problems) joins when data.kernelbench is set",
+    "kernelbench_num_tasks": "held-out KernelBench problems evaluated (0: all of them, at published sizes)",
     "bootstrap_resamples": "95% intervals of the rates: task resamples (0: no intervals)",
     "baselines": "this machine's eager and torch.compile reference times (`tritonrl baselines`) that speedups are "
                  "also measured against: auto (<outputs_dir>/baselines) | off | a folder | a file",

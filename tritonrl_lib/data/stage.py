@@ -2,7 +2,9 @@
 
 Writes, through RunPaths only: tasks.jsonl (the loaded tasks, each tagged with its split side and
 heuristic level in `meta`), difficulty_labels.jsonl, sft_train.jsonl and, last, split.json, which
-also records the settings that produced the data and the measured counts. A re-run whose settings
+also records the settings that produced the data and the measured counts. With `data.kernelbench`
+set, kernelbench_split.json too: the checkout's Level 1/2 problems split into RL's train part and a
+held-out part (tasks/kernelbench.py). Nothing of KernelBench enters the SFT corpus. A re-run whose settings
 match a complete split.json skips the expensive generation; a killed run starts over but its
 verifier work is answered from the verdict cache.
 """
@@ -15,11 +17,14 @@ import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..core.config import RunConfig
 from ..core.paths import RunPaths
 from ..tasks import load_tasks
+from ..tasks.kernelbench import KernelBenchSplit, load_kernelbench, make_kernelbench_split
+from ..tasks.loaders import TaskSourceError
 from ..tasks.task import Task
 from .difficulty import difficulty_counts, label_difficulty, label_tasks
 from .generate import GenerationStats, generate_sft_examples, generator_version, to_sft_example, verify_tasks
@@ -133,11 +138,33 @@ def kernelbook_examples(load: KernelBookLoad, split: Split, pool, verify: bool) 
     return examples, summary
 
 
+def write_kernelbench_split(cfg: RunConfig, paths: RunPaths) -> KernelBenchSplit | None:
+    """Split the checkout `data.kernelbench` names and write the split to the run (or remove a split
+    an earlier run with another setting left). Cheap: done on every run of the data stage."""
+    if not cfg.data.kernelbench.strip():
+        paths.kernelbench_split.unlink(missing_ok=True)
+        return None
+    checkout = Path(cfg.data.kernelbench).expanduser()
+    if not checkout.is_dir():
+        raise TaskSourceError(f"data.kernelbench={cfg.data.kernelbench!r}: no such folder. Point it at a KernelBench "
+                              "checkout (the folder holding KernelBench/level1/), or set it to '' for the built-in "
+                              "suite alone")
+    tasks = load_kernelbench(checkout)
+    split = make_kernelbench_split(tasks, cfg.seed, cfg.data.kernelbench_heldout_fraction, str(checkout.resolve()))
+    split.save(paths.kernelbench_split)
+    return split
+
+
 def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress: bool = True,
                pool=None) -> DataResult:
     """Run the data stage for `cfg`, writing the run's data files (see the module docstring)."""
     messages: list[str] = []
     start = time.perf_counter()
+    kb_split = write_kernelbench_split(cfg, paths)
+    if kb_split is not None:
+        messages.append(f"KernelBench ({kb_split.checkout}): {len(kb_split.train_ids)} problems for RL to train on, "
+                        f"{len(kb_split.heldout_ids)} held out for evaluation, stratified by level and category "
+                        f"-> {paths.kernelbench_split}")
     tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
     settings = data_settings(cfg, tasks)  # taken before generating: it describes the code that makes the data
     split = make_split(cfg.seed, cfg.data.heldout_fraction, tasks, in_family=cfg.data.heldout_in_family)

@@ -3,8 +3,10 @@ capped deterministically.
 
 Held-out sets (`eval_tasks=heldout`): the run's split gives two, named by `eval.heldout_sets`:
 `tasks` = (a) unseen tasks of families trained on, `families` = (b) unseen families; `num_tasks`
-caps each set. Every task is tagged with its set (`meta["heldout_set"]`), so every row of the
-record says which set it is in. A cap keeps every level represented and picks the same tasks in
+caps each set. With `data.kernelbench` set, a third: `kernelbench` = the held-out part of the
+run's KernelBench split (tasks/kernelbench.py), at the published sizes, every problem of it unless
+`eval.kernelbench_num_tasks` caps it. Every task is tagged with its set (`meta["heldout_set"]`), so
+every row of the record says which set it is in. A cap keeps every level represented and picks the same tasks in
 every run and model stage (`stable_order`).
 """
 
@@ -17,6 +19,7 @@ from typing import Sequence
 from ..core.config import ConfigError, RunConfig
 from ..core.paths import RunPaths
 from ..data.split import SplitUnavailable, heldout_set_of, is_heldout, load_run_split
+from ..tasks.kernelbench import KernelBenchSplit, load_kernelbench, sources_digest, split_tasks
 from ..tasks.loaders import TaskSourceError, load_tasks
 from ..tasks.task import Task
 from .errors import EvalError
@@ -64,13 +67,17 @@ def heldout_task_ids(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
     return held
 
 
-HELDOUT_SETS = {"tasks": "(a) unseen tasks of trained families", "families": "(b) unseen families"}
+HELDOUT_SETS = {"tasks": "(a) unseen tasks of trained families", "families": "(b) unseen families",
+                "kernelbench": "held-out KernelBench problems, at published sizes"}
 
 
 def heldout_sets(paths: RunPaths, tasks: Sequence[Task], names: Sequence[str]) -> dict[str, list[Task]]:
     """The run's held-out evaluation sets among `tasks`: name -> tasks, each task tagged with its
     set in `meta["heldout_set"]`. A set the split does not hold (an older split, or
     heldout_in_family=0) is left out; none at all is an EvalError."""
+    own = [n for n in names if n != "kernelbench"]  # kernelbench's set is the run's KernelBench split's
+    if not own:
+        return {}
     try:
         split = load_run_split(paths.split)
     except SplitUnavailable as e:
@@ -79,6 +86,8 @@ def heldout_sets(paths: RunPaths, tasks: Sequence[Task], names: Sequence[str]) -
     for name in names:
         if name not in HELDOUT_SETS:
             raise ConfigError(f"held-out set {name!r}: expected one of {', '.join(HELDOUT_SETS)}")
+        if name == "kernelbench":
+            continue
         chosen = [dataclasses.replace(t, meta={**t.meta, "heldout_set": name}) for t in tasks
                   if heldout_set_of(split, t) == name]
         if chosen:
@@ -87,6 +96,25 @@ def heldout_sets(paths: RunPaths, tasks: Sequence[Task], names: Sequence[str]) -
         raise EvalError(f"the split at {paths.split} holds none of the {len(tasks)} tasks in the held-out sets "
                         f"{', '.join(names)}; was 01_data run with another task_source? Use eval_tasks=builtin")
     return out
+
+
+def kernelbench_heldout(cfg: RunConfig, paths: RunPaths) -> list[Task]:
+    """The held-out part of the run's KernelBench split, as published, each tagged with its set and
+    category; EvalError when the run has no split or the checkout changed since it was made."""
+    if not paths.kernelbench_split.is_file():
+        raise EvalError(f"data.kernelbench is set but the run has no {paths.kernelbench_split.name}: run the data "
+                        "stage first (notebooks/01_data.ipynb, or `tritonrl run --only 01_data`)")
+    split = KernelBenchSplit.load(paths.kernelbench_split)
+    try:
+        tasks = load_kernelbench(split.checkout or cfg.data.kernelbench)
+    except TaskSourceError as e:
+        raise EvalError(f"the KernelBench checkout of the run's split: {e}") from None
+    if sources_digest(tasks) != split.sources_digest:
+        raise EvalError(f"the KernelBench checkout at {split.checkout} changed since 01_data split it; run the data "
+                        "stage again so the held-out part is the one RL never saw")
+    return [dataclasses.replace(t, meta={**t.meta, "heldout_set": "kernelbench",
+                                          "category": split.categories.get(t.id, t.category)})
+            for t in split_tasks(tasks, split, "heldout")]
 
 
 def load_eval_tasks(cfg: RunConfig, paths: RunPaths | None = None, source: str | None = None,
@@ -102,7 +130,10 @@ def load_eval_tasks(cfg: RunConfig, paths: RunPaths | None = None, source: str |
             paths = paths or cfg.paths
             sets = heldout_sets(paths, load_tasks(cfg.data.task_source, size=cfg.data.task_size),
                                 cfg.eval.heldout_sets)
-            return [t for name in sets for t in cap_tasks(sets[name], n)]
+            chosen = [t for name in sets for t in cap_tasks(sets[name], n)]
+            if cfg.data.kernelbench.strip():  # the benchmark the project reports on joins every held-out evaluation
+                chosen += cap_tasks(kernelbench_heldout(cfg, paths), cfg.eval.kernelbench_num_tasks)
+            return chosen
         else:
             tasks = load_tasks(source, size=cfg.data.task_size)
     except TaskSourceError as e:

@@ -1,7 +1,8 @@
 """The one prompt: SFT, RL and evaluation all ask the model the same question the same way.
 
-A prompt is a system message plus a user message holding a short instruction and the task's
-PyTorch reference (`Task.source`). The answer we train towards, and the one the verifier's
+A prompt is a system message plus a user message holding a short instruction and the code of the
+task's PyTorch reference (`prompt_source(Task.source)`: its docstrings and comments left out, its
+layout normalised, so modules written in different hands read alike). The answer we train towards, and the one the verifier's
 `extract_code` reads, is the complete solution module in one fenced ```python block, optionally
 after a single lead-in line. The wording is deliberately short: the cpu profile trains a 135M
 model with a ~1k-token context, and every prompt token is one the solution cannot use.
@@ -9,6 +10,7 @@ model with a ~1k-token context, and every prompt token is one the solution canno
 
 from __future__ import annotations
 
+import ast
 from typing import Any, Protocol
 
 from ..tasks.task import Task
@@ -34,8 +36,27 @@ def fenced(code: str) -> str:
     return f"{FENCE_OPEN}\n{code.strip(chr(10)).rstrip()}\n{FENCE_CLOSE}"
 
 
+def prompt_source(source: str) -> str:
+    """The task's module as the model is shown it: the code alone, docstrings and comments left out and
+    the layout normalised (`ast.unparse`). What a module computes is its code; its prose and layout
+    vary with whoever wrote it, and a small model should not have to learn every writer's habits to
+    read the task. The verifier always runs the task's own source. A source that does not parse is
+    shown as it is."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def user_message(task: Task) -> str:
-    return f"{INSTRUCTION}\n\n{fenced(task.source)}"
+    return f"{INSTRUCTION}\n\n{fenced(prompt_source(task.source))}"
 
 
 def build_messages(task: Task) -> list[dict[str, str]]:

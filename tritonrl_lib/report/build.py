@@ -34,6 +34,7 @@ from ..eval.record import load_records, metrics_table
 from ..model.load import checkpoint_complete
 from ..run import state as run_state
 from ..train.rl.log import seen_before
+from . import kernelbench as KB
 from .html import parse_table, render_html  # noqa: F401  (parse_table: the report's readers)
 from .text import TASK_SOURCES, explain_reason, pick_examples, run_description
 
@@ -351,7 +352,11 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(pngs[name])
         charts[name] = out
+    kb_split = KB.load_split(paths)
     tables = {
+        "kernelbench": KB.headline_table(data.records, cfg.eval.bootstrap_resamples),
+        "kernelbench_categories": KB.category_table(data.records, kb_split),
+        "kernelbench_split": KB.split_table(kb_split),
         "metrics": metrics_table(data.records),
         "fast_p": M.fast_p_table(data.records),
         "comparison": comparison_table(data.records),
@@ -362,9 +367,9 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         "settings": settings_table(cfg),
     }
     description, demo = run_description(cfg, data.records)
-    report = Report(paths.report_html, charts, tables, data.missing, headline(data), data.stale, data.caveats,
-                    no_chart, description, demo)
-    page = render_html(cfg, paths, data, report, pngs, pick_examples(data.records))
+    report = Report(paths.report_html, charts, tables, data.missing, KB.headline_lines(data.records, kb_split)
+                    + headline(data), data.stale, data.caveats, no_chart, description, demo)
+    page = render_html(cfg, paths, data, report, pngs, pick_examples(data.records), KB.answers(data.records))
     paths.report_html.parent.mkdir(parents=True, exist_ok=True)
     tmp = paths.report_html.with_name(f".{paths.report_html.name}.tmp")
     tmp.write_text(page, encoding="utf-8")

@@ -190,8 +190,31 @@ def speed_section(data: "RunData", rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def kernelbench_section(tables: Mapping[str, Any], answers: Sequence[Example]) -> list[str]:
+    """The held-out KernelBench problems first: the benchmark this project reports on."""
+    parts = ["<h2>Held-out KernelBench problems</h2>",
+             "<p>KernelBench problems (ScalingIntelligence/KernelBench, read from the checkout at run time) that "
+             "RL never trained on, at their published sizes, split by level and category before training "
+             "(<code>data/kernelbench_split.json</code>). Percent of samples, with the 95% interval from "
+             "resampling problems. <i>fast_1</i>: correct and faster than the reference, against eager PyTorch "
+             "(timed by the verifier) and against <code>torch.compile</code> (this machine's stored baselines, "
+             "<code>tritonrl baselines</code>; n/a without them).</p>",
+             html_table(tables["kernelbench"], "kernelbench")]
+    if tables.get("kernelbench_categories"):
+        parts += ["<h3>Which kinds of problem each model solves</h3>",
+                  html_table(tables["kernelbench_categories"], "kernelbench_categories")]
+    if answers:
+        parts.append("<h3>Answers on held-out KernelBench problems</h3>")
+        parts.extend(_example(ex) for ex in answers)
+    if tables.get("kernelbench_split"):
+        parts += ["<h3>The split</h3>", "<p>Problems per level and category: RL's train part, and the held-out "
+                  "part only evaluation sees.</p>", html_table(tables["kernelbench_split"], "kernelbench_split")]
+    return parts
+
+
 def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Report",
-                pngs: Mapping[str, bytes], examples: Sequence[Example]) -> str:
+                pngs: Mapping[str, bytes], examples: Sequence[Example],
+                kernelbench_answers: Sequence[Example] = ()) -> str:
     esc = html.escape
     tables, no_chart = report.tables, report.no_chart
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>tritonrl report: {esc(cfg.run_name)}</title>"
@@ -218,6 +241,8 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Repor
                  else "<p class='missing'>No results yet.</p>")
     if report.missing:
         parts.append(_box("missing", "Not in this report yet", report.missing))
+    if tables.get("kernelbench"):
+        parts.extend(kernelbench_section(tables, kernelbench_answers))
 
     parts.append("<h2>Evaluation metrics</h2>")
     parts.append("<p>Percent of samples per model and task level (Level 1: one operation; Level 2: several fused). "

@@ -1,6 +1,7 @@
 """What an RL run starts from: the SFT adapter (02_sft) and the training tasks (the run's split
-from 01_data, or the tasks `rl_tasks` names). A missing one is an `RLStartError` naming the stage
-to run."""
+from 01_data, or the tasks `rl_tasks` names), plus, with `data.kernelbench` set, the train part of
+the run's KernelBench split (never a held-out problem). A missing one is an `RLStartError` naming
+the stage to run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ...core.paths import RunPaths
 from ...data.split import SplitUnavailable, is_heldout, load_run_split
 from ...model import load as models
 from ...tasks import load_tasks
+from ...tasks.kernelbench import KernelBenchSplit, load_kernelbench, sources_digest, split_tasks
 from ...tasks.task import Task
 
 
@@ -38,20 +40,51 @@ def heldout_filter(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
     return [t for t in tasks if not is_heldout(split, t)]
 
 
+def kernelbench_split(cfg: RunConfig, paths: RunPaths) -> KernelBenchSplit | None:
+    """The run's KernelBench split (01_data wrote it), or None when `data.kernelbench` is not set."""
+    if not cfg.data.kernelbench.strip():
+        return None
+    if not paths.kernelbench_split.is_file():
+        raise RLStartError(f"data.kernelbench is set but the run has no {paths.kernelbench_split.name}: run the data "
+                           "stage first (notebooks/01_data.ipynb, or `tritonrl run --only 01_data`)")
+    return KernelBenchSplit.load(paths.kernelbench_split)
+
+
+def kernelbench_train_tasks(cfg: RunConfig, paths: RunPaths) -> list[Task]:
+    """The train part of the run's KernelBench split, read from the checkout the split was made of
+    (published sizes: RL's `train_task_scale` shrinks them like any other task)."""
+    split = kernelbench_split(cfg, paths)
+    if split is None:
+        return []
+    tasks = load_kernelbench(split.checkout or cfg.data.kernelbench)
+    if sources_digest(tasks) != split.sources_digest:
+        raise RLStartError(f"the KernelBench checkout at {split.checkout} changed since 01_data split it; "
+                           "run the data stage again so the split matches the problems")
+    return split_tasks(tasks, split, "train")
+
+
 def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequence[Task] | None = None) -> list[Task]:
     """The RL training tasks chosen by cfg.rl.rl_tasks:
 
     train   every task of cfg.data.task_source not held out by the run's split (the default)
     all     every task          level1 / level2   tasks of that level (level2 includes harder levels)
     a,b,c   these task ids
-    """
+
+    With `data.kernelbench` set, the train part of the KernelBench split joins the selection (its
+    held-out part never does: naming a held-out problem is an error)."""
     paths = paths or cfg.paths
     if tasks is None:
         tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
-    tasks = list(tasks)
+    kb_split = kernelbench_split(cfg, paths)
+    kb_train = kernelbench_train_tasks(cfg, paths) if kb_split is not None else []
+    kb_ids = {t.id for t in kb_train}
+    # a held-out KernelBench problem never reaches RL, whatever task_source also loads it
+    tasks = [t for t in tasks if t.id not in kb_ids and (kb_split is None or kb_split.side(t.id) != "heldout")]
+    own = tasks
+    tasks = own + kb_train
     sel = cfg.rl.rl_tasks.strip()
     if sel == "train":
-        chosen = heldout_filter(paths, tasks)
+        chosen = heldout_filter(paths, own) + kb_train
     elif sel == "all":
         chosen = tasks
     elif sel == "level1":
@@ -60,6 +93,10 @@ def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequen
         chosen = [t for t in tasks if t.level >= 2]
     else:
         wanted = [s.strip() for s in sel.split(",") if s.strip()]
+        held = [w for w in wanted if kb_split is not None and kb_split.side(w) == "heldout"]
+        if held:
+            raise ConfigError(f"rl_tasks names KernelBench problems held out for evaluation: {', '.join(held[:5])}; "
+                              "RL trains only on the split's train part")
         by_id = {t.id: t for t in tasks}
         missing = [w for w in wanted if w not in by_id]
         if missing:
