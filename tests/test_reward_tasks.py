@@ -52,7 +52,7 @@ def test_scale_one_is_the_task_itself_and_below_one_is_refused(full_suite):
 
 
 def test_every_builtin_task_runs_at_training_sizes(tmp_path):
-    """Each of the suite's 276 modules, scaled, still builds its model and runs it on its own inputs
+    """Each of the suite's 291 modules, scaled, still builds its model and runs it on its own inputs
     (small preset, so the CPU can run them all), and its init inputs are unchanged."""
     for t in load_builtin("small"):
         s = scaled_task(t, 4)
