@@ -261,3 +261,49 @@ def test_a_forced_compare_reaches_the_evaluation(run_dir, monkeypatch):
         seen.clear()
         assert main(["eval", "--params", "smoke", "-p", f"outputs_dir={run_dir}", "--quiet", "--compare", *extra]) == 2
         assert seen["force"] is want
+
+
+@pytest.mark.slow
+def test_an_rl_adapter_identical_to_the_sft_one_reuses_its_record(run_dir, monkeypatch):
+    # an RL run that kept nothing saves the SFT adapter again (another marker, the same weights):
+    # its evaluation is the SFT one, relabelled, never generated again; other weights are evaluated
+    from tritonrl_lib.eval import run as E
+    from tritonrl_lib.rollout.results import Completion
+
+    cfg = smoke(run_dir)
+    paths = cfg.paths.ensure()
+    model, tok = models.load_policy(cfg)
+    models.save_checkpoint(model, tok, paths.checkpoint("sft"), base_model="tiny", extra={"stage": "sft"})
+    models.save_checkpoint(model, tok, paths.checkpoint("rl"), base_model="tiny",
+                           extra={"stage": "rl", "method": "best_of_n", "round": 0})
+    tasks = [t for t in load_tasks("builtin", levels=1) if t.reference_solution][:1]
+    made = [[Completion(prompt_index=0, sample_index=0, text=format_completion(tasks[0].reference_solution),
+                        token_ids=[7] * 5, num_tokens=5, prompt_tokens=40, finish_reason="eos", seconds=0.5)]]
+    generated = []
+
+    def fake_sample(cfg_, spec, tasks_, sampling, **kw):
+        generated.append(spec)
+        return made, {"wall_s": 1.0, "generated_tokens": 5}
+
+    monkeypatch.setattr(E, "sample_model", fake_sample)
+    sft = E.evaluate_model(cfg, str(paths.checkpoint("sft")), tasks, model_stage="sft",
+                           adapter=paths.checkpoint("sft"), out=paths.eval_file("sft"), progress=False, log=quiet)
+    logged = []
+    rl = E.evaluate_model(cfg, str(paths.checkpoint("rl")), tasks, model_stage="rl", adapter=paths.checkpoint("rl"),
+                          out=paths.eval_file("rl"), progress=False, log=logged.append)
+    assert len(generated) == 1 and rl.status == "reused" and "byte for byte" in logged[-1]
+    on_disk = json.loads(paths.eval_file("rl").read_text())
+    assert on_disk["stage"] == "rl" and on_disk["reused_from"] == "sft"
+    assert [r["model_stage"] for r in on_disk["detailed_results"]] == ["rl"]
+    assert [r["correct"] for r in on_disk["detailed_results"]] == [r["correct"] for r in sft.record["detailed_results"]]
+    assert on_disk["fingerprint"]["stage"] == "rl" and any("byte-identical" in n for n in on_disk["notes"])
+
+    # one changed byte of the weights: another model, evaluated for real
+    weights = next(paths.checkpoint("rl").glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    paths.eval_file("rl").unlink()
+    again = E.evaluate_model(cfg, str(paths.checkpoint("rl")), tasks, model_stage="rl", adapter=paths.checkpoint("rl"),
+                             out=paths.eval_file("rl"), progress=False, log=quiet)
+    assert again.status == "evaluated" and len(generated) == 2

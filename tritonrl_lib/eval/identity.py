@@ -72,3 +72,21 @@ def model_identity(spec: str) -> str:
     for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
         h.update(f"{f.name}:{_weights_digest(f)}".encode())
     return h.hexdigest()[:16]
+
+
+def weights_identity(spec: str) -> str | None:
+    """A hash of what a folder computes with: its model or adapter config and its weights' bytes,
+    not its marker (which names the stage and run that saved it). Two folders with the same are the
+    same model whatever trained them: an RL run that kept nothing saves the SFT adapter again. None
+    for a spec that is not a folder of weights."""
+    p = Path(spec).expanduser()
+    weights = sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")) if p.is_dir() else []
+    if not weights:
+        return None
+    h = hashlib.sha256()
+    for name in ("adapter_config.json", "config.json"):
+        if (p / name).is_file():
+            h.update(name.encode() + (p / name).read_bytes())
+    for f in weights:
+        h.update(f"{f.name}:{_weights_digest(f)}".encode())
+    return h.hexdigest()[:16]

@@ -48,7 +48,7 @@ from ..verify.batch import verify_unique
 from ..verify.cache import VerdictCache
 from .baselines import NOTE_PREFIX, BaselineError, attach_to_record, baselines_for_eval
 from .heldout import load_eval_tasks
-from .identity import MODEL_STAGES, MissingCheckpoint, model_of
+from .identity import MODEL_STAGES, MissingCheckpoint, model_of, weights_identity
 from .record import (EvalSampling, attach_comparison, build_record, device_description, eval_sampling, fingerprint,
                      read_record, write_record)
 from .resume import clear_resume, partial_path, read_partial, resume_dir, verdicts_dir, write_partial
@@ -212,6 +212,34 @@ def find_baselines(cfg: RunConfig, device: str) -> tuple[Any, str | None]:
         return None, f"{NOTE_PREFIX}{e}"
 
 
+def _same_work(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Fingerprints that differ at most in which stage and which folder the model came from."""
+    drop = ("stage", "model")
+    return {k: v for k, v in a.items() if k not in drop} == {k: v for k, v in b.items() if k not in drop}
+
+
+def twin_record(out: Path, spec: str, fp: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """Another record beside `out` made by a model with byte-identical weights on the same tasks with
+    the same sampling and verifier settings, relabelled as this evaluation's; None when there is none."""
+    mine = weights_identity(spec)
+    if mine is None:
+        return None
+    for other in sorted(out.parent.glob("eval_*.json")):
+        if other == out:
+            continue
+        rec = read_record(other)
+        if not rec or not isinstance(rec.get("fingerprint"), dict) or not _same_work(rec["fingerprint"], fp):
+            continue
+        if weights_identity(str(rec.get("model_path", ""))) != mine:
+            continue
+        stage, source = fp["stage"], rec.get("stage", other.stem[5:])
+        rows = [{**r, "model_stage": stage} for r in rec["detailed_results"]]
+        note = f"reused the evaluation of {source} ({rec.get('model_path')}): byte-identical weights"
+        return source, {**rec, "detailed_results": rows, "stage": stage, "model_path": spec, "fingerprint": fp,
+                        "notes": [*rec.get("notes", []), note], "reused_from": source}
+    return None
+
+
 def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
                    adapter: Path | None = None, out: Path | None = None, pool=None, k: int | None = None,
                    task_source: str = "", force: bool = False, progress: bool = True,
@@ -232,6 +260,13 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
             else:
                 log(f"{model_stage}: reusing {out} (same model, tasks and settings)")
             return ModelEval(model_stage, "reused", out, old)
+        twin = twin_record(out, spec, fp)
+        if twin is not None:
+            name, rec = twin
+            write_record(out, rec)
+            log(f"{model_stage}: its weights are byte for byte those of {name}, evaluated on the same tasks with "
+                f"the same settings: {name}'s record reused as {out.name}, not generated again")
+            return ModelEval(model_stage, "reused", out, rec)
     t0 = time.perf_counter()
     resume = resume_dir(out, fp) if out is not None else None
     if resume is not None and force:
