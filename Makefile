@@ -33,11 +33,13 @@ TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
-## make lab: JupyterLab on the notebooks (as root too: containers and cloud notebooks often run as root,
-## and JupyterLab refuses root without --allow-root). LAB_ARGS: more options, e.g. LAB_ARGS="--no-browser --port 8899"
+## make lab: JupyterLab on the repository, its file browser opening at notebooks/ (outputs/ and each run's
+## report.html one click up), as root too: containers and cloud notebooks often run as root, and JupyterLab
+## refuses root without --allow-root. LAB_ARGS: more options, e.g. LAB_ARGS="--no-browser --port 8899"
 LAB_ARGS ?=
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS) notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir="$(CURDIR)" \
+		--ContentsManager.preferred_dir=notebooks $(LAB_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

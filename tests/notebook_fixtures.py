@@ -8,11 +8,13 @@ from pathlib import Path
 import nbformat
 
 
-def write_notebook(path: Path, param_lines: list[str], body: list[str]) -> Path:
+def write_notebook(path: Path, param_lines: list[str], body: list[str], step: str | None = None) -> Path:
+    """`step`: the notebook names its pipeline step (`STEP = ...`), as the real ones do."""
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell("\n".join(['profile = "smoke"', 'run = ""', *param_lines]))
     params.metadata["tags"] = ["parameters"]
-    setup = nbformat.v4.new_code_cell("from tritonrl_lib.run.notebook import start\ncfg, paths = start(globals())")
+    setup = nbformat.v4.new_code_cell("from tritonrl_lib.run.notebook import start\n"
+                                      + (f"STEP = {step!r}\n" if step else "") + "cfg, paths = start(globals())")
     nb.cells = [params, setup, *[nbformat.v4.new_code_cell(src) for src in body]]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -42,7 +44,7 @@ def three_step_pipeline(directory: Path) -> list[Path]:
     in seconds: 01 the SFT data, 02 an "adapter" made from it, 03 an "RL adapter" made from that.
     02 prints a resume line and draws a text progress bar, as the real one does."""
     first = write_notebook(directory / "01_data.ipynb", ["n_sft_examples = None", "outputs_dir = None"], [
-        "paths.sft_train.write_text('{\"id\": \"a\"}\\n' * cfg.data.n_sft_examples)"])
+        "paths.sft_train.write_text('{\"id\": \"a\"}\\n' * cfg.data.n_sft_examples)"], step="01_data")
     second = write_notebook(directory / "02_sft.ipynb", ["learning_rate = None", "outputs_dir = None"], [
         "import sys, time\n"
         "from tqdm.auto import tqdm\n"
@@ -51,9 +53,10 @@ def three_step_pipeline(directory: Path) -> list[Path]:
         "    time.sleep(0.05)\n"
         "paths.sft_checkpoint.mkdir(parents=True, exist_ok=True)\n"
         "n = len(paths.sft_train.read_text().splitlines())\n"
-        "(paths.sft_checkpoint / 'adapter.txt').write_text(f'sft lr={cfg.sft.learning_rate} on {n}')"])
+        "(paths.sft_checkpoint / 'adapter.txt').write_text(f'sft lr={cfg.sft.learning_rate} on {n}')"], step="02_sft")
     third = write_notebook(directory / "03_rl.ipynb", ["n_samples = None", "outputs_dir = None"], [
         "paths.rl_checkpoint.mkdir(parents=True, exist_ok=True)\n"
         "sft = (paths.sft_checkpoint / 'adapter.txt').read_text().split(' on ')[0]\n"
-        "(paths.rl_checkpoint / 'adapter.txt').write_text(f'rl n_samples={cfg.rl.n_samples} on {sft}')"])
+        "(paths.rl_checkpoint / 'adapter.txt').write_text(f'rl n_samples={cfg.rl.n_samples} on {sft}')"],
+        step="03_rl")
     return [first, second, third]

@@ -1,9 +1,11 @@
-"""`make lab` opens JupyterLab on the notebooks, whether or not the user is root: started for real,
-`/lab` fetched, stopped."""
+"""`make lab` opens JupyterLab on the repository with its file browser at notebooks/, whether or not
+the user is root: started for real, `/lab` and the root folder's listing fetched, stopped."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -55,6 +57,16 @@ def test_make_lab_serves_the_lab_page(tmp_path):
         text = log.read_text()
         assert status == 200, f"JupyterLab did not answer on /lab (exit {proc.poll()}):\n{text[-3000:]}"
         assert "JupyterLab" in body
+        # the file browser opens at notebooks/ ...
+        config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>',
+                                      body, re.S).group(1))
+        assert config["preferredPath"].strip("/") == "notebooks", config.get("preferredPath")
+        # ... of the repository: outputs/ (the runs and their reports) is one click up
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/", timeout=10) as r:
+            root = {item["name"]: item["type"] for item in json.loads(r.read())["content"]}
+        assert root.get("notebooks") == "directory" and root.get("outputs") == "directory", sorted(root)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/notebooks", timeout=10) as r:
+            assert "02_sft.ipynb" in {item["name"] for item in json.loads(r.read())["content"]}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # make and the server it started: their own process group
         try:

@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,3 +60,24 @@ def test_outputs_is_ignored_except_its_readme():
     ignore = (REPO / ".gitignore").read_text().splitlines()
     assert "outputs/*" in ignore and "!outputs/README.md" in ignore
     assert (REPO / "outputs" / "README.md").is_file()
+
+
+def test_the_license_is_an_spdx_expression_the_build_backend_accepts_without_warning():
+    """The table form (`license = {text = ...}`) made setuptools >= 77 warn at every install step."""
+    import warnings
+
+    setuptools = pytest.importorskip("setuptools")
+    from setuptools.config.pyprojecttoml import read_configuration
+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert data["project"]["license"] == "Apache-2.0"
+    assert not any(c.startswith("License ::") for c in data["project"].get("classifiers", []))  # PEP 639: not both
+    (backend,) = [r for r in data["build-system"]["requires"] if _name(r) == "setuptools"]
+    assert backend == "setuptools>=77"  # the first release that reads the SPDX string
+    if int(setuptools.__version__.split(".")[0]) < 77:
+        pytest.skip(f"setuptools {setuptools.__version__} here predates the SPDX string (builds use >= 77)")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        read_configuration(REPO / "pyproject.toml", expand=False)
+    said = [str(w.message) for w in caught if "license" in str(w.message).lower()]
+    assert not said, said

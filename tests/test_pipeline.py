@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
+import psutil
 import pytest
 
 from notebook_fixtures import three_step_pipeline, two_stage_pipeline, write_notebook
 from tritonrl_lib.core.config import ConfigError, load_config
+from tritonrl_lib.run import state as run_state
 from tritonrl_lib.run.pipeline import NotebookFailed, discover_notebooks, notebooks_dir, run_pipeline
 
 pytestmark = pytest.mark.timeout(300)
@@ -87,11 +93,26 @@ def test_work_redone_outside_the_runner_is_noticed_and_followed(tmp_path, run_di
     papermill.execute_notebook(str(nbs / "03_rl.ipynb"), str(tmp_path / "03.out.ipynb"), kernel_name="python3",
                                progress_bar=False, parameters={"run": "t", "outputs_dir": str(run_dir), "n_samples": 3})
     assert rl_adapter.read_text() == "rl n_samples=3 on sft lr=0.0002"
+    # ... having warned first, in its own output, that it would replace what `tritonrl run` finished
+    alone = "".join("".join(o.get("text", "")) for c in json.loads((tmp_path / "03.out.ipynb").read_text())["cells"]
+                    for o in c.get("outputs", []))
+    assert "WARNING: `tritonrl run` finished 03_rl in " in alone
+    assert "with other settings (rl.n_samples 2 -> 3): it will replace that result (checkpoints/rl, " in alone
+    assert "-p run NAME" in alone
     lines: list[str] = []
     res = _run(nbs, run_dir, log=lines.append)
     assert [s.status for s in res.steps] == ["skipped", "skipped", "ran"]
-    assert "checkpoints/rl changed after it finished" in res.steps[2].why
+    # the next run says what happened, not only that a file changed
+    why = res.steps[2].why
+    assert why.startswith("checkpoints/rl changed after it finished: 03_rl was run on its own (papermill or "
+                          "JupyterLab) on "), why
+    assert "with other settings (rl.n_samples 2 -> 3)" in why and "running it again with this run's settings" in why
+    assert any(x.startswith("[3/3] 03_rl: running (checkpoints/rl changed after it finished: 03_rl was run on its own")
+               for x in lines)
     assert rl_adapter.read_text() == "rl n_samples=2 on sft lr=0.0002"  # the run's own settings, again
+    # run by `tritonrl run`, a notebook does not warn
+    ran = json.dumps(json.loads(paths.executed_notebook("03_rl").read_text())["cells"])
+    assert "WARNING" not in ran
 
     # a setting 01 does not read: 01 stays, 02 and what follows run, each saying why
     res = _run(nbs, run_dir, overrides={"learning_rate": 0.001}, log=lines.append)
@@ -206,3 +227,122 @@ def test_papermill_sees_every_parameter_of_the_real_notebooks(notebook):
                 for t in node.targets]
     inferred = list(papermill.inspect_notebook(str(path)))
     assert declared and inferred == declared
+
+
+# --------------------------------------------------------------------------- how long, and interruptions
+
+
+def test_the_run_starts_by_saying_how_long_the_profile_takes(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    two_stage_pipeline(nbs)
+    lines: list[str] = []
+    _run(nbs, run_dir, log=lines.append)
+    minutes = load_config("smoke").expected_minutes
+    assert lines[1].startswith(f"expected duration: about {minutes:.0f} minute") and \
+        "(the smoke profile, measured; params/smoke.yaml says on what machine)" in lines[1], lines[:2]
+    lines.clear()
+    _run(nbs, run_dir, log=lines.append, overrides={"n_samples": 5})
+    assert "your settings (n_samples) change it" in lines[1]
+
+
+@pytest.mark.parametrize("profile", ["cpu", "gpu", "gpu_long", "qwen7b", "smoke"])
+def test_every_profile_has_its_measured_duration(profile):
+    assert load_config(profile).expected_minutes > 0
+
+
+def test_a_killed_kernel_ends_the_run_with_one_line(tmp_path, run_dir, monkeypatch, capsys):
+    nbs = tmp_path / "nbs"
+    write_notebook(nbs / "01_ok.ipynb", ["outputs_dir = None"], ["print('fine')"])
+    write_notebook(nbs / "02_killed.ipynb", ["outputs_dir = None"],
+                   ["import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"])  # the kernel, killed (as by the OOM killer)
+    import tritonrl_lib.run.pipeline as pipeline
+    from tritonrl_lib.cli import main
+
+    monkeypatch.setattr(pipeline, "notebooks_dir", lambda: nbs)
+    capsys.readouterr()
+    rc = main(["run", "--params", "smoke", "--run", "t", "-p", f"outputs_dir={run_dir}"])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("tritonrl run: interrupted (its kernel died: killed, or out of memory?) during 02_killed, ")
+    assert f"`tritonrl run --params smoke --run t -p outputs_dir={run_dir}` resumes from 02_killed" in err
+    cfg = load_config("smoke", overrides={"outputs_dir": str(run_dir), "run": "t"})
+    assert run_state.why_stale(cfg, cfg.paths, "01_ok") is None  # finished before: kept
+    assert run_state.why_stale(cfg, cfg.paths, "02_killed").startswith("it was interrupted (its kernel died) on ")
+
+
+_CLI_ON = """
+import sys
+from pathlib import Path
+import tritonrl_lib.run.pipeline as pipeline
+from tritonrl_lib.cli import main
+pipeline.notebooks_dir = lambda: Path(sys.argv[1])
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _wait_for(proc, out: Path, text: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in out.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+        time.sleep(0.2)
+
+
+def test_sigterm_ends_the_run_with_one_line_and_the_kernel_with_it(tmp_path, run_dir):
+    nbs = tmp_path / "nbs"
+    write_notebook(nbs / "01_slow.ipynb", ["outputs_dir = None"],
+                   ["import time\nprint('sleeping', flush=True)\ntime.sleep(300)"])
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen([sys.executable, "-c", _CLI_ON, str(nbs), "run", "--params", "smoke", "--run", "t",
+                                 "-p", f"outputs_dir={run_dir}", "--force"], stdout=o, stderr=e)
+    try:
+        _wait_for(proc, out, "sleeping", 120)
+        kernel = psutil.Process(proc.pid).children(recursive=True)
+        assert kernel
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+    finally:
+        proc.kill()
+    text = err.read_text()
+    assert text.count("\n") == 1 and "Traceback" not in text + out.read_text(), text
+    # resuming repeats the command, less --force (which would redo what is finished)
+    assert text.startswith("tritonrl run: interrupted (SIGTERM) during 01_slow, 0m ") and \
+        f"`tritonrl run --params smoke --run t -p outputs_dir={run_dir}` resumes from 01_slow" in text, text
+    gone, alive = psutil.wait_procs(kernel, timeout=10)
+    assert not alive, alive
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_ctrl_c_in_a_real_run_says_where_it_stopped_in_one_line(tmp_path, run_dir):
+    """`tritonrl run --params smoke`, the real notebooks, Ctrl-C while 01_data verifies its examples (more
+    of them than the verdict cache can know, so the verifier's workers run): one line, exit code 130,
+    the step's kernel and the verifier's processes gone, and the next run says why it runs the step again."""
+    tritonrl = Path(sys.executable).parent / "tritonrl"
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    args = ["run", "--params", "smoke", "-p", f"outputs_dir={run_dir}", "-p", "n_sft_examples=2000"]
+    env = {**os.environ, "TRITONRL_CACHE": str(tmp_path / "cache")}  # a verdict cache of its own: nothing known
+    with out.open("w") as o, err.open("w") as e:
+        proc = subprocess.Popen([str(tritonrl), *args], stdout=o, stderr=e, env=env)
+    try:
+        _wait_for(proc, out, "[1/5] 01_data: running", 120)
+        deadline, started = time.monotonic() + 120, []
+        while time.monotonic() < deadline and proc.poll() is None:  # the kernel and its verifier workers
+            started = psutil.Process(proc.pid).children(recursive=True)
+            if len(started) >= 2:
+                break
+            time.sleep(0.5)
+        assert len(started) >= 2 and "[2/5]" not in out.read_text(), out.read_text()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=120) == 130
+    finally:
+        proc.kill()
+    text = err.read_text()
+    assert text.count("\n") == 1 and "Traceback" not in text + out.read_text(), text
+    assert text.startswith("tritonrl run: interrupted (Ctrl-C) during 01_data, 0m "), text
+    assert text.rstrip().endswith(f"`tritonrl {' '.join(args)}` resumes from 01_data (with what it had saved)"), text
+    _, alive = psutil.wait_procs(started, timeout=10)
+    assert not alive, alive
+    cfg = load_config("smoke", overrides={"outputs_dir": str(run_dir), "n_sft_examples": 2000})
+    assert run_state.why_stale(cfg, cfg.paths, "01_data").startswith("it was interrupted (Ctrl-C) on ")
+

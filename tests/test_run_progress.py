@@ -49,3 +49,23 @@ def test_a_live_log_becomes_the_status_as_records_arrive(tmp_path):
         log.write_text(json.dumps({"step": 1, "loss": 2.0}) + "\n")
         time.sleep(2.5)
     assert "      sft_log: step 1, loss 2.000" in lines
+
+
+def test_a_printed_line_that_counts_steps_is_also_the_latest_progress():
+    """SFT prints `SFT step i/n ...` lines: each shows as a line, and the quiet-time line names the latest."""
+    lines = []
+    with StepMonitor(lines.append, live=False, quiet_s=1.0) as mon:
+        mon.stdout.write("SFT: 12 examples\nSFT step 3/12 (epoch 1 of 1): loss 1.623, 38.2 s/step, about 5m 44s left\n")
+        time.sleep(2.5)
+    assert lines[:2] == ["      SFT: 12 examples",
+                         "      SFT step 3/12 (epoch 1 of 1): loss 1.623, 38.2 s/step, about 5m 44s left"]
+    assert any(x.startswith("      (still running, ") and x.endswith("last progress: SFT step 3/12 (epoch 1 of 1): "
+                                                                      "loss 1.623, 38.2 s/step, about 5m 44s left)")
+               for x in lines[2:]), lines
+
+
+def test_no_step_is_silent_for_more_than_30_seconds_by_default():
+    import inspect
+
+    defaults = inspect.signature(StepMonitor).parameters
+    assert defaults["quiet_s"].default <= 25.0 and defaults["every_s"].default <= 30.0

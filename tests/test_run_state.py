@@ -91,3 +91,38 @@ def test_speed_only_settings_and_unknown_notebooks():
     for name, step in run_state.STEPS.items():
         for attr in (*step.reads, *step.writes, *step.watch):
             assert hasattr(cfg.paths, attr), (name, attr)
+
+
+def test_a_notebook_run_on_its_own_warns_only_over_a_finished_step_and_is_named_next_time(cfg, run_dir):
+    paths = cfg.paths.ensure()
+    paths.sft_train.write_text('{"id": "a"}\n')
+    adapter = paths.sft_checkpoint / "adapter_model.safetensors"
+    adapter.parent.mkdir(parents=True, exist_ok=True)
+    adapter.write_bytes(b"weights-1")
+    assert run_state.note_alone_run(cfg, paths, "02_sft") is None  # nothing finished here yet: nothing to warn of
+    finish(cfg, "02_sft")
+    adapter.write_bytes(b"weights-2")  # replaced by hand, not by a notebook that left a note
+    assert run_state.why_stale(cfg, paths, "02_sft").startswith(
+        "checkpoints/sft changed after it finished: something other than `tritonrl run` wrote there")
+    adapter.write_bytes(b"weights-1")
+    finish(cfg, "02_sft")
+    lr = load_config("smoke", overrides={"outputs_dir": str(run_dir), "run": "state", "learning_rate": 0.1})
+    warning = run_state.note_alone_run(lr, paths, "02_sft")
+    assert warning.startswith(f"WARNING: `tritonrl run` finished 02_sft in {paths.root} on ")
+    assert ("with other settings (sft.learning_rate 0.0002 -> 0.1): it will replace that result "
+            "(checkpoints/sft, logs/sft_log.jsonl)") in warning
+    adapter.write_bytes(b"weights-3")  # what that notebook then wrote
+    why = run_state.why_stale(cfg, paths, "02_sft")
+    assert why.startswith("checkpoints/sft changed after it finished: 02_sft was run on its own (papermill or "
+                          "JupyterLab) on ")
+    assert "with other settings (sft.learning_rate 0.0002 -> 0.1), and replaced what `tritonrl run` had made" in why
+    run_state.forget_alone_run(paths, "02_sft")
+    assert "something other than `tritonrl run`" in run_state.why_stale(cfg, paths, "02_sft")
+
+
+def test_an_interrupted_step_says_so_next_time(cfg):
+    paths = cfg.paths.ensure()
+    run_state.write_interrupted(paths, "03_rl", "Ctrl-C", 12.5)
+    assert run_state.why_stale(cfg, paths, "03_rl").startswith("it was interrupted (Ctrl-C) on ")
+    assert run_state.stale_inputs(paths, "03_rl") == []  # the report reads such a record too
+

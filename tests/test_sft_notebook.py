@@ -51,6 +51,10 @@ def test_notebook_trains_plots_and_says_where_the_checkpoint_is(run_dir, tmp_pat
     text = json.dumps(json.loads(out.read_text())["cells"])
     assert f"SFT adapter: {ckpt}" in text and "image/png" in text
     assert "Warning" not in text and "IProgress" not in text  # no progress-bar or deprecation notices
+    # progress as text (the Trainer's own bar is an HTML widget: papermill and `tritonrl run` show none of it)
+    assert "SFT step 1/4 (epoch 1 of 2): loss " in text and "SFT step 4/4 (epoch 2 of 2): loss " in text
+    assert " left" in text and ("s/step" in text or "steps/s" in text)
+    assert "<Figure" not in text and "gemm_4bit_forward" not in text  # no echoed repr, no bitsandbytes notice
 
 
 @pytest.mark.slow

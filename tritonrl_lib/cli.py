@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import sys
 from typing import Callable
 
 from .core.config import ConfigError, _leaf_paths, load_config, parse_cli_overrides
 from .core.settings_doc import DESCRIPTIONS
 from .model.load import ModelLoadError
-from .run.pipeline import NotebookFailed, run_pipeline
+from .run.pipeline import Interrupted, NotebookFailed, run_pipeline
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -33,6 +34,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"\nThe executed notebook is kept at {e.executed}; fix the cause and run the same command "
               "again: finished notebooks are skipped.", file=sys.stderr)
         return 1
+    except Interrupted as e:
+        print(interrupted_line(e, args), file=sys.stderr)
+        return e.exit_code
     ran = sum(s.status == "ran" for s in result.steps)
     print(f"finished: {ran} notebook(s) ran, {len(result.steps) - ran} skipped; outputs in {result.config.paths.root}")
     for s in result.stale:
@@ -41,6 +45,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     if report.is_file():
         print(f"report: {report}" + (" (it marks what is stale)" if result.stale else ""))
     return 0
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command line that resumes this run: the same one, less --force (which would redo what is done)."""
+    argv = [a for a in getattr(args, "argv", None) or ["run"] if a != "--force"]
+    return shlex.join(["tritonrl", *argv])
+
+
+def interrupted_line(e: Interrupted, args: argparse.Namespace) -> str:
+    """One line: that the run was interrupted, where, and how to go on."""
+    if not e.step:
+        return (f"tritonrl run: interrupted ({e.how}) between notebooks; the finished ones are kept, and "
+                f"`{resume_command(args)}` goes on from there")
+    m, s = divmod(int(e.wall_s), 60)
+    return (f"tritonrl run: interrupted ({e.how}) during {e.step}, {m}m {s:02d}s in; the notebooks before it are "
+            f"kept, and `{resume_command(args)}` resumes from {e.step} (with what it had saved)")
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -97,12 +117,16 @@ def _plugin_registrars() -> list[Callable]:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
 
     try:
         return args.func(args)
     except (ConfigError, ModelLoadError) as e:
         print(f"tritonrl: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # outside a pipeline step (a step's is Interrupted, above)
+        print(f"tritonrl {args.command}: interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into `head` and closed early
         return 0
 

@@ -29,6 +29,37 @@ log = logging.getLogger(__name__)
 
 MARKER = "tritonrl_model.json"  # written beside every adapter we save: names the base model
 
+# --------------------------------------------------------------------------- one notice silenced
+
+# Importing transformers imports peft, which imports bitsandbytes; on a CPU with AVX512-BF16 its CPU
+# backend then tries the optional `kernels` package for a fused 4-bit kernel and, when that package
+# is not installed, logs this warning once per process (once per notebook). Nothing here runs 4-bit
+# matmuls on the CPU (4-bit needs CUDA: `load_in_4bit`), so the missing package costs nothing.
+_BNB_CPU_LOGGER = "bitsandbytes.backends.cpu.ops"
+_BNB_KERNELS_NOTICE = "Failed to load CPU gemm_4bit_forward from kernels-community"
+
+
+class _MissingKernelsPackage(logging.Filter):
+    """Drops bitsandbytes' notice that the optional `kernels` package is not installed; keeps every
+    other record of that logger (including this notice when `kernels` is installed but fails)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(_BNB_KERNELS_NOTICE):
+            return True
+        exc = record.args[0] if isinstance(record.args, tuple) and record.args else None
+        return not (isinstance(exc, ModuleNotFoundError) and exc.name == "kernels")
+
+
+def silence_missing_kernels_notice() -> None:
+    """Install the filter above (idempotent). It must come before bitsandbytes is first imported:
+    this module does it on import, and every notebook's `start` calls it first."""
+    logger = logging.getLogger(_BNB_CPU_LOGGER)
+    if not any(isinstance(f, _MissingKernelsPackage) for f in logger.filters):
+        logger.addFilter(_MissingKernelsPackage())
+
+
+silence_missing_kernels_notice()
+
 # --------------------------------------------------------------------------- resolving specs
 
 

@@ -34,6 +34,13 @@ class NoChart:
 
     reason: str
 
+    def __str__(self) -> str:
+        return f"(no chart: {self.reason})"
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        # what a notebook shows for a NoChart a cell evaluates to: the sentence, as `show` prints it
+        printer.text(str(self))
+
 
 Chart = Figure | NoChart
 
@@ -58,7 +65,7 @@ def show(chart: Chart, save_to: Path | None = None) -> Chart:
     """In a notebook: the figure inline as a PNG (saved to `save_to` too), or the reason there is
     none as a line of text."""
     if isinstance(chart, NoChart):
-        print(f"(no chart: {chart.reason})")
+        print(chart)
         return chart
     from IPython.display import Image, display
 

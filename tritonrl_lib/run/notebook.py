@@ -7,23 +7,36 @@ turns every such plain-valued global into a config override, so a mistyped param
 The runner goes the other way: `papermill_parameters` turns a run's overrides into those globals.
 
 `start` also readies the kernel for reading: third-party deprecation notices (transformers, TRL,
-PEFT, ...: nothing a reader of the notebook can act on) are not shown, and progress bars are
-plain text (tqdm without ipywidgets would otherwise warn in every notebook).
+PEFT, ...: nothing a reader of the notebook can act on) are not shown, nor bitsandbytes' notice
+that an optional package for CPU 4-bit kernels is missing; progress bars are plain text (tqdm
+without ipywidgets would otherwise warn in every notebook).
+
+A notebook names its step before calling `start` (`STEP = "03_rl"`). Run on its own (papermill,
+JupyterLab) rather than by `tritonrl run`, it then leaves a note for the next `tritonrl run`, and warns
+before any work when `tritonrl run` had finished that step in the same run folder
+(`run_state.note_alone_run`). It warns rather than writing somewhere else: a notebook reads what the
+earlier steps wrote in its run folder, so a folder of its own would have nothing to start from.
 """
 
 from __future__ import annotations
 
+import os
+import sys
 import types
 import warnings
 from typing import Any, Mapping
 
+from . import state as run_state
 from ..core.config import ConfigError, RunConfig, load_config, resolve_key
 from ..core.paths import RunPaths
+from ..model.load import silence_missing_kernels_notice
 
 # Names a Jupyter kernel defines by itself.
 _KERNEL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 # Parameters every notebook understands besides the config's own settings.
 NOTEBOOK_PARAMS = ("profile", "run")
+# The global a notebook names its pipeline step with (not a parameter).
+STEP = "STEP"
 # Libraries whose FutureWarning / DeprecationWarning notices are for their callers' authors, not
 # for whoever reads a notebook's outputs.
 _THIRD_PARTY = r"(transformers|trl|peft|accelerate|datasets|huggingface_hub|torch|triton)(\.|$)"
@@ -33,7 +46,7 @@ def notebook_parameters(namespace: Mapping[str, Any]) -> dict[str, Any]:
     """The plain-valued globals of a notebook namespace: its parameters and papermill's injections."""
     out = {}
     for name, value in namespace.items():
-        if name.startswith("_") or name in _KERNEL_NAMES:
+        if name.startswith("_") or name in _KERNEL_NAMES or name == STEP:
             continue
         if isinstance(value, (types.ModuleType, types.FunctionType, type)) or callable(value):
             continue
@@ -59,6 +72,7 @@ def quiet_kernel() -> None:
         warnings.filterwarnings("ignore", category=category, module=_THIRD_PARTY)
     # tqdm.auto picks text bars when ipywidgets is missing, and says so once per kernel
     warnings.filterwarnings("ignore", message="IProgress not found")
+    silence_missing_kernels_notice()  # before anything imports transformers (and with it bitsandbytes)
 
 
 def start(namespace: Mapping[str, Any]) -> tuple[RunConfig, RunPaths]:
@@ -78,4 +92,9 @@ def start(namespace: Mapping[str, Any]) -> tuple[RunConfig, RunPaths]:
                           "see `tritonrl config --list`)") from None
     paths = cfg.paths.ensure()
     cfg.save(paths.config_snapshot)
+    step = namespace.get(STEP)
+    if isinstance(step, str) and step and os.environ.get(run_state.RUNNER_STEP) != step:
+        warning = run_state.note_alone_run(cfg, paths, step)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
     return cfg, paths

@@ -8,9 +8,12 @@ papermill hands the runner every piece of text the notebook's kernel writes, as 
 - the latest state of its progress bars (tqdm's `rollout: 25%|..| 1/4 [...]`, written to stderr) is
   one live line on a terminal, rewritten in place; in a log file a bar appears when it finishes, and
   the latest state at most every `every_s` seconds while one runs;
-- the step's live logs (RunPaths names in `run_state.STEPS[...].watch`, e.g. the SFT log, whose
-  training loop shows no bar outside a notebook) add a status such as `sft_log: step 12, loss 1.234`
-  as records arrive.
+- a printed line that counts steps (SFT's `SFT step 3/12 (epoch 1 of 1): loss 1.623, ...`) is shown
+  as a line and also becomes the latest progress;
+- the step's live logs (RunPaths names in `run_state.STEPS[...].watch`, for a step whose loop prints
+  nothing: none does at present) add a status such as `sft_log: step 12, loss 1.234` as records arrive;
+- nothing is silent for long: on a terminal the live line's clock ticks every second; in a log file a
+  step that printed nothing for `quiet_s` (25 s) gets a "still running" line with its latest progress.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from ..core.jsonio import DamagedFile, read_jsonl
 # tqdm's text: "desc:  25%|██▌       | 1/4 [00:01<00:04,  1.37s/seq]" (desc and rate optional)
 _BAR = re.compile(r"(?P<pct>\d{1,3})%\|.*?\|\s*(?P<n>[\d.]+[kMG]?)/(?P<total>[\d.]+[kMG]?)")
 _LIVE_KEYS = ("step", "round", "epoch", "loss", "correct_rate", "mean_reward")
+# a printed line that says how far a step got: "SFT step 3/12 (epoch 1 of 1): loss 1.623, ..."
+_COUNTING_LINE = re.compile(r"\bstep \d+/\d+\b")
 
 
 def describe_bar(text: str) -> tuple[str, bool, str] | None:
@@ -75,7 +80,7 @@ class StepMonitor:
     whose new records are statuses."""
 
     def __init__(self, log: Callable[[str], None], *, live: bool, indent: str = "      ",
-                 watch: Sequence[tuple[str, Path]] = (), every_s: float = 30.0, quiet_s: float = 120.0,
+                 watch: Sequence[tuple[str, Path]] = (), every_s: float = 30.0, quiet_s: float = 25.0,
                  terminal: TextIO | None = None):
         self.log, self.live, self.indent = log, live, indent
         self.every_s, self.quiet_s = every_s, quiet_s
@@ -104,6 +109,8 @@ class StepMonitor:
         with self._lock:
             self._clear_live()
             self._say(text)
+            if _COUNTING_LINE.search(text):
+                self._status = text.strip()  # the live line and the "still running" lines name it
             self._draw()
 
     def status(self, text: str, final: bool = False, key: str | None = None) -> None:

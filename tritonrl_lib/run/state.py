@@ -7,10 +7,14 @@ while all of these still hold; otherwise `why_stale` says what changed, in words
 
     settings changed: rl.n_samples 3 -> 2
     checkpoints/sft changed since it ran       (an earlier step ran again, however it was run)
-    checkpoints/rl changed after it finished   (the notebook ran again outside `tritonrl run`)
+    checkpoints/rl changed after it finished: 03_rl was run on its own (papermill or JupyterLab) ...
 
 So a notebook re-run by papermill or in JupyterLab is noticed by what it left on disk, whoever ran
-it. The report uses the same records to mark results whose inputs have since changed
+it. A notebook that names its step (`STEP = "03_rl"` before `start(globals())`) and starts outside
+`tritonrl run` also leaves a note (`note_alone_run`): when and with which settings, so the next
+`tritonrl run` can say what happened; and it warns, before any work, when `tritonrl run` had
+finished that step in the same run folder. A step `tritonrl run` was interrupted in leaves a record
+saying so (`write_interrupted`). The report uses the same records to mark results whose inputs have since changed
 (`stale_inputs`), and checks every eval record against the checkpoint it describes
 (`stale_eval_records`: this works for records however they were made).
 
@@ -49,7 +53,8 @@ class Step:
 _TRAINING = ("seed", "device", "model")
 STEPS: dict[str, Step] = {
     "01_data": Step(("seed", "data", "verify"), (), ("data_dir",)),
-    "02_sft": Step((*_TRAINING, "sft"), ("sft_train",), ("sft_checkpoint", "sft_log"), watch=("sft_log",)),
+    # (02_sft prints its own progress lines, train/sft/log.py: its log needs no watching)
+    "02_sft": Step((*_TRAINING, "sft"), ("sft_train",), ("sft_checkpoint", "sft_log")),
     "03_rl": Step((*_TRAINING, "data", "sft", "rl", "verify"), ("split", "sft_checkpoint"),
                   ("rl_checkpoint", "rl_log", "curriculum_log")),
     "04_eval": Step((*_TRAINING, "data", "rl", "verify", "eval"), ("split", "sft_checkpoint", "rl_checkpoint"),
@@ -61,8 +66,11 @@ STEPS: dict[str, Step] = {
 # Settings that change how fast a step runs, never what it produces.
 SPEED_ONLY = {"verify": ("workers", "workers_per_gpu", "train_workers_per_gpu", "reference_cache_mb",
                          "prestart_child", "spare_children", "cuda_connections", "verify_cache")}
-# Where a run is and what it is called: not settings of its work.
-_LOCATION = ("profile", "run", "outputs_dir")
+# Where a run is, what it is called and how long it is expected to take: not settings of its work.
+_LOCATION = ("profile", "run", "outputs_dir", "expected_minutes")
+# `tritonrl run` sets this in the environment of the kernel it starts, to the step that kernel runs:
+# a notebook that finds its own step there is not running alone.
+RUNNER_STEP = "TRITONRL_RUNNER_STEP"
 
 
 def step_of(name: str) -> Step:
@@ -167,11 +175,21 @@ def _settings_diff(old: Mapping[str, Any], new: Mapping[str, Any], most: int = 3
     return ", ".join(shown) + (f" and {len(keys) - most} more" if len(keys) > most else "")
 
 
+def write_interrupted(paths: RunPaths, name: str, how: str, wall_s: float) -> None:
+    """Record that `tritonrl run` was interrupted while step `name` ran (`how`: "Ctrl-C", ...)."""
+    write_json(paths.step_record(name), {"interrupted": how, "wall_s": round(wall_s, 2),
+                                         "interrupted_at": time.time(),
+                                         "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
+
+
 def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | None = None,
               record: Mapping[str, Any] | None = None) -> str | None:
     """Why step `name` must run again, in words; None while its record still holds. With
     `notebook_sha`, an edited notebook counts too."""
     record = record if record is not None else read_record(paths, name)
+    if record is not None and "interrupted" in record:
+        return (f"it was interrupted ({record['interrupted']}) on {record.get('when', '?')} before it finished; "
+                "it picks up what it had saved")
     if record is None or "settings" not in record:  # none, or one written before records held settings
         return "not run by `tritonrl run` yet"
     if notebook_sha is not None and record.get("notebook_sha") != notebook_sha:
@@ -184,8 +202,63 @@ def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | No
         return f"{', '.join(changed)} changed since it ran"
     changed = _changed(paths, record.get("outputs", {}))
     if changed:
-        return f"{', '.join(changed)} changed after it finished (the notebook ran again outside `tritonrl run`?)"
+        return f"{', '.join(changed)} changed after it finished: {_who_changed(paths, name, record)}"
     return None
+
+
+def _who_changed(paths: RunPaths, name: str, record: Mapping[str, Any]) -> str:
+    """What replaced a finished step's outputs, as far as the run folder tells."""
+    alone = _read_alone(paths, name)
+    if alone is None or alone.get("started_at", 0.0) < record.get("finished_at", 0.0):
+        return ("something other than `tritonrl run` wrote there (the notebook run on its own, or a hand edit); "
+                "running it again with this run's settings")
+    diff = _settings_diff(record.get("settings", {}), alone.get("settings", {}))
+    return (f"{name} was run on its own (papermill or JupyterLab) on {alone.get('started', '?')}, "
+            + (f"with other settings ({diff}), " if diff else "with the same settings, ")
+            + "and replaced what `tritonrl run` had made; running it again with this run's settings "
+              "(a notebook run on its own keeps its result apart with -p run NAME)")
+
+
+# --------------------------------------------------------------------------- a notebook run on its own
+
+
+def alone_record(paths: RunPaths, name: str) -> Path:
+    """The note a notebook of step `name` leaves when it starts outside `tritonrl run`."""
+    return paths.notebooks_dir / f".{name}.alone.json"
+
+
+def _read_alone(paths: RunPaths, name: str) -> dict[str, Any] | None:
+    try:
+        rec = read_json(alone_record(paths, name), None)
+    except DamagedFile:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def note_alone_run(cfg: RunConfig, paths: RunPaths, name: str) -> str | None:
+    """Step `name`'s notebook starts on its own (papermill, JupyterLab) in `paths`' run folder: leave a
+    note for the next `tritonrl run` (when, which settings), and return a warning when `tritonrl run`
+    had finished this step there, whose result this run may replace; None when there is none."""
+    settings = step_settings(cfg, step_of(name))
+    write_json(alone_record(paths, name), {"started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                           "started_at": time.time(), "settings": settings})
+    record = read_record(paths, name)
+    if record is None or "settings" not in record:
+        return None
+    diff = _settings_diff(record["settings"], settings)
+    writes = ", ".join(getattr(paths, w).relative_to(paths.root).as_posix() for w in step_of(name).writes)
+    return (f"WARNING: `tritonrl run` finished {name} in {paths.root} on {record.get('finished', '?')}. This notebook, "
+            f"run on its own, writes into the same folder "
+            + (f"with other settings ({diff}): it will replace" if diff else
+               "with the same settings: it may redo and replace")
+            + f" that result ({writes}), and the next `tritonrl run` will then run {name} and the notebooks after "
+            "it again. To keep the finished result, stop now and give this notebook a run folder of its own "
+            "(-p run NAME; the earlier notebooks run there first).")
+
+
+def forget_alone_run(paths: RunPaths, name: str) -> None:
+    """`tritonrl run` ran step `name` itself: an earlier note of a run on its own says nothing any more."""
+    alone_record(paths, name).unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- what the report checks
