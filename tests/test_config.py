@@ -46,8 +46,8 @@ def test_gpu_long_is_the_gpu_profile_with_the_measured_rl_run_on_top():
     changed = {k: long[k] for k in gpu if gpu[k] != long[k]}
     # (expected_minutes: its own measured duration, not a setting of the work)
     assert changed == {"profile": "gpu_long", "expected_minutes": 47.0, "model.lora_r": 16, "model.lora_alpha": 32,
-                       "sft.epochs": 3, "sft.time_budget_s": 300, "rl.rounds": 16, "eval.num_tasks": 67,
-                       "eval.heldout_sets": ["tasks"]}
+                       "sft.epochs": 3, "sft.time_budget_s": 300, "rl.rounds": 16,
+                       "eval.num_tasks": 67, "eval.eval_k": 8, "eval.heldout_sets": ["tasks"]}
 
 
 def test_a_profile_builds_on_a_base(tmp_path):

@@ -156,7 +156,8 @@ def test_failing_notebook_stops_shows_error_keeps_copy(tmp_path, run_dir):
     assert any("stage two broke" in json.dumps(c.get("outputs", [])) for c in executed["cells"])
     root = run_dir / "t"
     assert not (root / "data" / "never").exists()  # the run stopped at the failure
-    assert not (root / "notebooks" / ".02_read.done.json").exists()
+    failed = json.loads((root / "notebooks" / ".02_read.done.json").read_text())
+    assert failed["failed"] == "ValueError" and "settings" not in failed  # recorded as failed, never as done
     # 01 finished and is not redone on the next attempt
     assert (root / "notebooks" / ".01_write.done.json").exists()
 

@@ -5,8 +5,9 @@ whatever the run wrote, as one HTML page.
     report.html_path, report.tables, report.charts, report.missing, report.stale, report.headline
 
 Reads only files (eval records, the SFT / RL / curriculum logs, timings.json, best.json, the pipeline's
-step records), so it works on any run at any point: what a step has not produced yet is listed under
-"missing" with the notebook that produces it, and the rest is reported. Results whose inputs have
+step records and executed notebooks), so it works on any run at any point: what a step has not produced
+yet is listed under "missing" with the notebook that produces it (a notebook interrupted or failed
+first, steps.py), and the rest is reported. Results whose inputs have
 changed since they were made (an eval record of a checkpoint trained again afterwards, a step whose
 inputs or settings changed) are listed under "stale" and left out of every number and chart: the
 page never describes artefacts that no longer exist. A chart with nothing honest to draw (no data,
@@ -36,7 +37,8 @@ from ..run import state as run_state
 from ..train.rl.log import seen_before
 from . import kernelbench as KB
 from .html import parse_table, render_html  # noqa: F401  (parse_table: the report's readers)
-from .text import TASK_SOURCES, explain_reason, pick_examples, run_description
+from .steps import StepState, cost_rows, counted_timings, step_lines, step_states
+from .text import TASK_SOURCES, explain_reason, pick_examples, run_description, tasks_evaluated
 
 # Figures published by others, for context only: other models, other task sets (KernelBench).
 PUBLISHED: list[dict[str, Any]] = [
@@ -65,6 +67,7 @@ class RunData:
     missing: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # results left out: their inputs changed since
     caveats: list[str] = field(default_factory=list)  # results kept, made otherwise than this report's settings
+    steps: dict[str, StepState] = field(default_factory=dict)  # how each notebook's last run ended
 
 
 def _log(paths: RunPaths, name: str, problems: list[str]) -> list[dict[str, Any]]:
@@ -91,6 +94,8 @@ def collect(cfg: RunConfig, paths: RunPaths) -> RunData:
                    rl_log=_log(paths, "rl_log", problems), curriculum_log=_log(paths, "curriculum_log", problems),
                    timings=_json(paths.timings, problems) or {}, rl_best=_json(paths.rl_best, problems))
     _drop_stale(cfg, paths, data)
+    data.steps = step_states(paths, data.timings)
+    data.missing.extend(step_lines(data.steps, paths))  # a notebook interrupted or failed: said first
 
     for model_stage in cfg.eval.eval_stages:
         if model_stage in data.records:
@@ -151,21 +156,19 @@ def _gpus(device: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def timings_table(timings: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per notebook: wall-clock, device and GPU-hours (wall x GPUs); a total row last."""
-    rows = []
-    for name, t in sorted(timings.items()):
-        wall = float(t.get("wall_s") or 0.0)
-        gpus = _gpus(str(t.get("device", "")))
-        rows.append({"notebook": name, "wall_s": round(wall, 1), "minutes": round(wall / 60, 2),
-                     "device": t.get("device", ""), "gpus": gpus, "gpu_hours": round(wall * gpus / 3600, 4),
-                     "finished": t.get("finished", "")})
-    if rows:
-        wall = sum(r["wall_s"] for r in rows)
-        rows.append({"notebook": "total", "wall_s": round(wall, 1), "minutes": round(wall / 60, 2),
-                     "device": "", "gpus": max(r["gpus"] for r in rows),
-                     "gpu_hours": round(sum(r["gpu_hours"] for r in rows), 4), "finished": ""})
-    return rows
+def timings_table(timings: Mapping[str, Mapping[str, Any]],
+                  states: Mapping[str, StepState] | None = None) -> list[dict[str, Any]]:
+    """Per notebook run: wall-clock, device and GPU-hours (wall x GPUs); a total row last that counts
+    each notebook once (steps.cost_rows: a run replaced by a later one is shown, not counted)."""
+    return cost_rows(timings, states)
+
+
+def on_gpu(cfg: RunConfig, data: RunData) -> bool:
+    """A run on a GPU (or set up for one): its profile asks for CUDA or is the 7B one, or what it
+    measured ran on a GPU."""
+    devices = [str(t.get("device", "")) for t in data.timings.values()]
+    devices += [str(rec.get("device", "")) for rec in data.records.values()]
+    return cfg.device == "cuda" or cfg.profile == "qwen7b" or any(_gpus(d) > 0 for d in devices)
 
 
 # the source's setup at its real size: GPU-hours from rates measured on a 7B stand-in (issue 19)
@@ -192,11 +195,12 @@ def scale_cost_table(path: Path = SCALE_COST_FILE) -> list[dict[str, Any]]:
 
 
 def _task_set(rec: Mapping[str, Any]) -> str:
+    """What a record was evaluated on, counted as every part of the page counts it (`tasks_evaluated`)."""
     levels = rec["metrics"].get("by_level", {})
     per = ", ".join(f"Level {lvl}: {m['num_tasks']}" for lvl, m in levels.items())
     source = rec.get("task_source", "?")
     source = TASK_SOURCES.get(source, f"'{source}'")
-    return f"{rec['num_tasks']} tasks from {source}; {per}; {rec.get('k', '?')} sample(s) each"
+    return f"{tasks_evaluated(rec)} from {source}; {per}; {rec.get('k', '?')} sample(s) each"
 
 
 def comparison_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -238,8 +242,8 @@ def eval_details_table(records: Mapping[str, Mapping[str, Any]]) -> list[dict[st
         rows.append({"stage": model_stage, "loaded from": rec.get("model_path", ""), "tasks": rec.get("num_tasks"),
                      "k": rec.get("k"), "temperature": s.get("temperature"), "seed": rec.get("seed"),
                      "device": rec.get("device", ""), "wall_s": rec.get("wall_s"),
-                     "gen tokens/s": gen.get("tokens_per_s"), "notes": "; ".join(rec.get("notes", []))})
-    return rows
+                     "gen tokens/s": gen.get("tokens_per_s")})
+    return rows  # (the records' notes are said once each, in the page's notes box)
 
 
 def settings_table(cfg: RunConfig) -> list[dict[str, Any]]:
@@ -247,7 +251,9 @@ def settings_table(cfg: RunConfig) -> list[dict[str, Any]]:
     keys = ("profile", "run", "seed", "device", "model", "dtype", "task_source", "task_size", "n_sft_examples",
             "epochs", "max_samples", "method", "n_samples", "top_k", "rounds", "tasks_per_round", "eval_tasks",
             "num_tasks", "eval_k", "eval_temperature", "policy", "num_variations", "timing")
-    return [{"setting": k, "value": cfg.run_name if k == "run" else flat.get(k)} for k in keys]
+    # num_tasks caps each held-out set: said beside it, so it never reads as the total the page counts
+    shown = {"num_tasks": "num_tasks (per held-out set)"} if cfg.eval.eval_tasks == "heldout" else {}
+    return [{"setting": shown.get(k, k), "value": cfg.run_name if k == "run" else flat.get(k)} for k in keys]
 
 
 def headline(data: RunData) -> list[str]:
@@ -284,11 +290,12 @@ def headline(data: RunData) -> list[str]:
             lines.append(f"Tasks drawn again: {a['tasks']} in the last {unit} that drew any, correct "
                          f"{_pct(100 * a['now'])} there against {_pct(100 * a['first'])} at their first draw "
                          "(partly regression to the mean: the held-out evaluation is the test).")
-    if data.timings:
-        total = sum(float(t.get("wall_s") or 0) for t in data.timings.values())
-        gh = sum(r["gpu_hours"] for r in timings_table(data.timings)[:-1])
-        lines.append(f"Wall-clock {C._duration(total)} over {len(data.timings)} notebook(s)"
-                     + (f", {gh:.3f} GPU-hours." if gh else " (no GPU)."))
+    cost = timings_table(data.timings, data.steps)
+    if cost and cost[-1]["notebook"] == "total":
+        total, n = cost[-1], sum(r["counted"] == "yes" for r in cost)
+        gh = total["gpu_hours"]
+        lines.append(f"Wall-clock {C._duration(total['wall_s'])}" + (f", {gh:.3f} GPU-hours" if gh else " (no GPU)")
+                     + f": {n} notebook(s), each counted once (the run of it that made what the run folder holds).")
     return lines
 
 
@@ -322,7 +329,7 @@ class Report:
         return {name: pd.DataFrame(rows) for name, rows in self.tables.items()}
 
 
-def draw(cfg: RunConfig, data: RunData) -> dict[str, C.Chart]:
+def draw(cfg: RunConfig, data: RunData, cost: list[dict[str, Any]]) -> dict[str, C.Chart]:
     """Every chart of the report, from the data it shows."""
     return {
         "funnel": C.funnel_chart(data.records),
@@ -331,7 +338,7 @@ def draw(cfg: RunConfig, data: RunData) -> dict[str, C.Chart]:
         "curriculum": C.curriculum_chart(data.curriculum_log, trigger=cfg.rl.curriculum_trigger),
         "speedup": C.speedup_chart(data.records),
         "failures": C.failure_chart(data.records, explain=explain_reason),
-        "wall_clock": C.timing_chart(data.timings),
+        "wall_clock": C.timing_chart(counted_timings(cost)),
     }
 
 
@@ -342,7 +349,8 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
     charts: dict[str, Path] = {}
     pngs: dict[str, bytes] = {}
     no_chart: dict[str, str] = {}
-    for name, chart in draw(cfg, data).items():
+    cost = timings_table(data.timings, data.steps)
+    for name, chart in draw(cfg, data, cost).items():
         out = paths.chart(f"report_{name}")
         if isinstance(chart, C.NoChart):
             no_chart[name] = chart.reason
@@ -362,8 +370,10 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         "comparison": comparison_table(data.records),
         "failures": failure_table(data.records),
         "evaluation": eval_details_table(data.records),
-        "timings": timings_table(data.timings),
-        "scale_cost": scale_cost_table(),
+        "timings": cost,
+        # the 7B setup's GPU-hours inform a GPU run (what scaling up costs); a CPU demo's reader can do
+        # nothing with them, and they would read as this run's cost
+        "scale_cost": scale_cost_table() if on_gpu(cfg, data) else [],
         "settings": settings_table(cfg),
     }
     description, demo = run_description(cfg, data.records)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..core.config import RunConfig
 from ..core.paths import RunPaths, project_root
+from ..eval.baselines import NOTE_PREFIX
 from .text import Example, best_policy_sentence, verdict_sentence
 
 if TYPE_CHECKING:
@@ -68,11 +69,12 @@ def parse_table(page: str, table_id: str) -> list[dict[str, str]]:
 
 CSS = """
 body { font-family: -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1150px;
-       color: #222; line-height: 1.45; padding: 0 1em; }
+       color: #222; line-height: 1.45; padding: 0 1em; overflow-wrap: break-word; }
 h1 { margin-bottom: 0.1em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 1.8em; }
 .sub { color: #666; margin-top: 0; }
-table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.88em; }
+table { border-collapse: collapse; margin: 0.6em 0 1em; font-size: 0.88em; max-width: 100%; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; vertical-align: top; }
+td.t { overflow-wrap: anywhere; } /* a long path or sentence wraps: the page never scrolls sideways */
 th { background: #f3f3f3; } td.t, th.t { text-align: left; }
 tr.other td { background: #fbf7ee; color: #555; }
 .na { color: #999; } .note { background: #fff8e1; border-left: 4px solid #f0c000; padding: 0.5em 0.9em; }
@@ -181,13 +183,54 @@ def speed_section(data: "RunData", rows: Sequence[Mapping[str, Any]]) -> str:
              "task on this machine (<code>tritonrl baselines</code>), over the tasks that have one. n/a: not "
              "timed (no GPU).</p>"]
     if not any(r["against"] == "torch.compile" for r in rows) and data.records:
-        why = sorted({(rec.get("baselines") or {}).get("note") or "" for rec in data.records.values()} - {""})
-        parts.append("<p class='missing'>Against torch.compile: not measured for this machine; run "
+        said = any(n.startswith(NOTE_PREFIX) for rec in data.records.values() for n in rec.get("notes", []))
+        parts.append("<p class='missing'>Against torch.compile: not measured for this machine"
+                     + (" (why: in the notes from the evaluation below)" if said else "") + "; run "
                      "<code>tritonrl baselines --tasks &lt;the evaluation's tasks&gt;</code> on the machine that "
-                     "evaluates, then evaluate again (the verdicts are reused)."
-                     + (f" ({words(why[0].removeprefix('baselines: '))})" if len(why) == 1 else "") + "</p>")
+                     "evaluates, then evaluate again (the verdicts are reused).</p>")
     parts.append(html_table(rows, "fast_p", labels=FAST_P_LABELS))
     return "\n".join(parts)
+
+
+def notes_box(records: Mapping[str, Mapping[str, Any]]) -> str:
+    """Every distinct note of the eval records, once, naming the models it concerns when not all."""
+    who: dict[str, list[str]] = {}
+    for model_stage, rec in records.items():
+        for note in rec.get("notes", []):
+            if model_stage not in who.setdefault(note, []):
+                who[note].append(model_stage)
+    if not who:
+        return ""
+    items = [note if len(stages) == len(records) else f"{note} ({', '.join(stages)} only)"
+             for note, stages in sorted(who.items())]
+    return _box("note", "Notes from the evaluation" + (" (each applies to every model unless it names some)"
+                                                         if len(records) > 1 else ""), items)
+
+
+COST_LABELS = {"run": "which run", "counted": "in the total"}
+SCALE_LABELS = {"sft_h": "SFT h", "rl_h": "RL h", "eval_h": "eval h", "wall_h": "wall h",
+                "source_gpu_hours": "published GPU-hours"}
+
+
+def cost_section(tables: Mapping[str, Any], pngs: Mapping[str, bytes], no_chart: Mapping[str, str]) -> list[str]:
+    """The run's own wall-clock and GPU-hours; on a GPU run, the 7B setup's, measured elsewhere."""
+    parts = ["<h2>Cost: wall-clock and GPU-hours</h2>",
+             "<p>Measured per notebook by the pipeline runner (<code>tritonrl run</code>); GPU-hours = wall-clock x "
+             "GPUs used. A notebook run again replaces its earlier time, so the total counts each notebook once: the "
+             "run of it that made what the run folder holds now (an interrupted run counts: a resumed run picks up "
+             "its work). A run whose work a later run replaced is shown, marked, and not counted. The report "
+             "notebook's own time is recorded after it finishes, so it shows in the next report.</p>",
+             html_table(tables["timings"], "timings", labels=COST_LABELS), _img(pngs, no_chart, "wall_clock",
+                                                                                "wall-clock")]
+    if tables.get("scale_cost"):
+        parts += ["<h3>The published setup at 7B: figures measured elsewhere, not by this run</h3>",
+                  "<p>What the <code>qwen7b</code> profile would cost (SFT on 1,000 examples, its RL budget, its "
+                  "evaluation), computed from rates measured on one H100 with a random-weight stand-in of "
+                  "Qwen2.5-Coder-7B-Instruct (<code>benchmarks/qwen7b_standin.py</code>; docs/PERFORMANCE.md, "
+                  "\"A 7B-class policy on one GPU\"), for scaling this run up. Every sample is counted at its full "
+                  "token limit: upper bounds. The published run of this setup took 64 GPU-hours.</p>",
+                  html_table(tables["scale_cost"], "scale_cost", labels=SCALE_LABELS)]
+    return parts
 
 
 def kernelbench_section(tables: Mapping[str, Any], answers: Sequence[Example]) -> list[str]:
@@ -254,9 +297,7 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Repor
     parts.append(html_table(tables["metrics"], "metrics", labels=METRIC_LABELS))
     parts.append(_img(pngs, no_chart, "funnel", "evaluation funnel"))
     parts.append(speed_section(data, tables["fast_p"]))
-    notes = sorted({n for rec in data.records.values() for n in rec.get("notes", [])})
-    if notes:
-        parts.append(_box("note", "Notes from the evaluation", notes))
+    parts.append(notes_box(data.records))  # the one place a record's notes are said
 
     parts.append("<h2>What the models wrote</h2>")
     if examples:
@@ -285,22 +326,7 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Repor
     parts.append(_img(pngs, no_chart, "failures", "failure reasons"))
     parts.append(html_table(tables["failures"], "failures"))
 
-    parts.append("<h2>Cost: wall-clock and GPU-hours</h2>")
-    parts.append("<p>Measured per notebook by the pipeline runner; GPU-hours = wall-clock x GPUs used. "
-                 "The report notebook's own time is recorded after it finishes, so it shows in the next "
-                 "report.</p>")
-    parts.append(html_table(tables["timings"], "timings"))
-    parts.append(_img(pngs, no_chart, "wall_clock", "wall-clock"))
-    if tables.get("scale_cost"):
-        parts.append("<h3>The published setup at 7B</h3>")
-        parts.append("<p>GPU-hours of the <code>qwen7b</code> run (SFT on 1,000 examples, its RL budget, its "
-                     "evaluation) from rates measured on one H100 with a random-weight stand-in of "
-                     "Qwen2.5-Coder-7B-Instruct (<code>benchmarks/qwen7b_standin.py</code>; docs/PERFORMANCE.md, "
-                     "\"A 7B-class policy on one GPU\"). Every sample is counted at its full token limit: upper "
-                     "bounds. The published run of this setup took 64 GPU-hours.</p>")
-        parts.append(html_table(tables["scale_cost"], "scale_cost",
-                                labels={"sft_h": "SFT h", "rl_h": "RL h", "eval_h": "eval h", "wall_h": "wall h",
-                                        "source_gpu_hours": "published GPU-hours"}))
+    parts.extend(cost_section(tables, pngs, no_chart))
 
     parts.append("<h2>Evaluation details</h2>")
     parts.append(html_table(tables["evaluation"], "evaluation"))

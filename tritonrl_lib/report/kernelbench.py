@@ -131,8 +131,10 @@ def headline_lines(records: Mapping[str, Mapping[str, Any]], split: KernelBenchS
             per.append(f"Level {level} {_rate(part, lambda r: r['correct']):.1f}% "
                        f"({len({r['id'] for r in part})} problems)")
         lines.append(f"{stage} on held-out KernelBench problems (published sizes): correct " + ", ".join(per) + ".")
-    if lines and split is not None:
-        lines.insert(0, f"KernelBench: {len(split.heldout_ids)} problems held out of {len(split.heldout_ids) + len(split.train_ids)} "
-                        f"(split by level and category, seed {split.seed}; RL trained on the other "
-                        f"{len(split.train_ids)}).")
+    if lines and split is not None:  # what is counted: the split's held-out part, and how much of it was evaluated
+        held, evaluated = len(split.heldout_ids), len({r["id"] for rec in records.values() for r in kernelbench_rows(rec)})
+        lines.insert(0, f"KernelBench: {held} problems held out of {held + len(split.train_ids)} (split by level and "
+                        f"category, seed {split.seed}; RL trained on the other {len(split.train_ids)}); "
+                        + ("all of them evaluated." if evaluated == held else
+                           f"{evaluated} of them evaluated (eval.kernelbench_num_tasks caps it)."))
     return lines

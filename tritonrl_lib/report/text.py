@@ -80,13 +80,55 @@ def gpu_run_sentence() -> str:
     except (ConfigError, OSError):
         return head + " is measured in docs/RESULTS.md."
     rl = (f"{g.rl.rounds} rounds of best-of-N" if g.rl.method == "best_of_n" else f"{g.rl.grpo_steps} GRPO steps")
-    sets = ", ".join({"tasks": "unseen tasks of trained families", "families": "unseen families"}.get(x, x)
-                     for x in g.eval.heldout_sets)
     return (f"{head} fine-tunes (LoRA r={g.model.lora_r}) on {g.data.n_sft_examples:,} verified examples for "
-            f"{g.sft.epochs:g} epochs, runs {rl}, and evaluates {g.eval.eval_k} samples on each of "
-            f"{g.eval.num_tasks} held-out tasks per set ({sets}), with every correct kernel timed. Its measured "
-            f"results are in docs/RESULTS.md.")
-TASK_SOURCES = {"heldout": "the held-out families (never trained on)", "builtin": "the built-in suite"}
+            f"{g.sft.epochs:g} epochs, runs {rl}, and evaluates {g.eval.eval_k} samples per task on "
+            f"{planned_tasks(g)}, with every correct kernel timed. Its measured results are in docs/RESULTS.md.")
+
+
+TASK_SOURCES = {"heldout": "the run's held-out sets (never trained on)", "builtin": "the built-in suite"}
+# The held-out sets (eval/heldout.py) as their tasks are counted: (one, many).
+SET_WORDS = {"tasks": ("unseen task of a family trained on", "unseen tasks of families trained on"),
+             "families": ("task of an unseen family", "tasks of unseen families"),
+             "kernelbench": ("held-out KernelBench problem", "held-out KernelBench problems")}
+
+
+def _count(n: Any, words: tuple[str, str]) -> str:
+    return f"{n} {words[0] if n == 1 else words[1]}"
+
+
+def tasks_evaluated(rec: Mapping[str, Any]) -> str:
+    """How many tasks an eval record covers, counted one way wherever the page says it: all of them,
+    then per held-out set ("4 tasks in all (2 unseen tasks of families trained on, 2 tasks of unseen
+    families)"). A profile's `eval.num_tasks` caps each set, so it is not the total."""
+    n = rec.get("num_tasks", "?")
+    sets = {name: ids for name, ids in (rec.get("heldout_sets") or {}).items() if ids}
+    parts = [_count(len(ids), SET_WORDS.get(name, (f"task of set {name!r}", f"tasks of set {name!r}")))
+             for name, ids in sets.items()]
+    if len(parts) == 1:
+        only = SET_WORDS.get(next(iter(sets)), ("", "its tasks"))[1]
+        return f"{_count(n, ('task', 'tasks'))} in all (one held-out set: {only})"
+    return _count(n, ("task", "tasks")) + " in all" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def planned_tasks(cfg: RunConfig) -> str:
+    """The tasks a profile's evaluation runs, before it has: `eval.num_tasks` caps each held-out set."""
+    n = cfg.eval.num_tasks
+    cap = f"up to {n}" if n > 0 else "all"
+    if cfg.eval.eval_tasks != "heldout":
+        return f"{cap} tasks of {TASK_SOURCES.get(cfg.eval.eval_tasks, repr(cfg.eval.eval_tasks))}"
+    own = [SET_WORDS.get(name, ("", f"tasks of set {name!r}"))[1] for name in cfg.eval.heldout_sets
+           if name != "kernelbench"]
+    if len(own) > 1:
+        text = f"{cap} task{'s' if n != 1 else ''} from each of {len(own)} held-out sets ({'; '.join(own)})"
+        text += f", up to {n * len(own)} in all" if n > 0 else ""
+    else:
+        text = f"{cap} {own[0]}" if own else ""
+    if "kernelbench" in cfg.eval.heldout_sets:
+        kb = cfg.eval.kernelbench_num_tasks
+        text += (", plus " if text else "") + f"{f'up to {kb}' if kb > 0 else 'all'} held-out KernelBench problems"
+    return text
+
+
 # Fewer evaluated samples per model than this, and one sample moves a rate by more than 2.5 points.
 DEMO_SAMPLES = 40
 
@@ -142,10 +184,15 @@ def run_description(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) ->
     rl = (f"{cfg.rl.rounds} round(s) of best-of-N ({cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples)"
           if cfg.rl.method == "best_of_n" else
           f"{cfg.rl.grpo_steps} GRPO step(s) ({cfg.rl.tasks_per_round} tasks x groups of {cfg.rl.n_samples})")
-    tasks = TASK_SOURCES.get(cfg.eval.eval_tasks, repr(cfg.eval.eval_tasks))
+    # what was evaluated, counted as the headline counts it; before any evaluation, what the settings plan
+    if records:
+        rec = next(iter(records.values()))
+        tasks = (f"{tasks_evaluated(rec)} of {TASK_SOURCES.get(rec.get('task_source'), repr(rec.get('task_source')))}"
+                 f" x {rec.get('k', '?')} sample(s)")
+    else:
+        tasks = f"{planned_tasks(cfg)} x {cfg.eval.eval_k} sample(s)"
     what = (f"Model {cfg.model.model!r}; supervised fine-tuning (LoRA) on up to {cfg.sft.max_samples} examples "
-            f"for {cfg.sft.epochs:g} epoch(s); reinforcement learning: {rl}; evaluation on "
-            f"{cfg.eval.num_tasks or 'all'} task(s) of {tasks} x {cfg.eval.eval_k} sample(s) per model.")
+            f"for {cfg.sft.epochs:g} epoch(s); reinforcement learning: {rl}; evaluation on {tasks} per model.")
     lines = []
     if demo:
         n = samples_per_model(records)

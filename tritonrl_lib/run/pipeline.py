@@ -244,12 +244,16 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
             log(f"{head}: running ({why})")
             step = run_state.step_of(nb.stem)
             inputs = run_state.artefacts(paths, step.reads, (record or {}).get("inputs"))
-            paths.step_record(nb.stem).unlink(missing_ok=True)
+            run_state.write_started(paths, nb.stem)
             interruptions.running(nb.stem)
             t0 = time.time()
             watch = [(name, getattr(paths, name)) for name in step.watch]
-            with StepMonitor(log, live=live, watch=watch) as monitor:
-                _execute(nb, paths.executed_notebook(nb.stem), params, monitor)
+            try:
+                with StepMonitor(log, live=live, watch=watch) as monitor:
+                    _execute(nb, paths.executed_notebook(nb.stem), params, monitor)
+            except NotebookFailed as e:
+                run_state.write_failed(paths, nb.stem, e.ename, time.time() - t0)
+                raise
             wall = time.time() - t0
             record = run_state.write_record(cfg, paths, nb.stem, _sha(nb), inputs, wall)
             interruptions.finished()

@@ -182,6 +182,18 @@ def write_interrupted(paths: RunPaths, name: str, how: str, wall_s: float) -> No
                                          "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
 
 
+def write_started(paths: RunPaths, name: str) -> None:
+    """Record that step `name` started (replacing its finished record): a run killed outright (kill -9,
+    a closed terminal, a machine that stopped) then still reads as interrupted, not as never run."""
+    write_json(paths.step_record(name), {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "started_at": time.time()})
+
+
+def write_failed(paths: RunPaths, name: str, ename: str, wall_s: float) -> None:
+    """Record that step `name` ended with an error (`ename`): the report says so; a later run redoes it."""
+    write_json(paths.step_record(name), {"failed": ename, "wall_s": round(wall_s, 2), "failed_at": time.time(),
+                                         "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
+
+
 def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | None = None,
               record: Mapping[str, Any] | None = None) -> str | None:
     """Why step `name` must run again, in words; None while its record still holds. With
@@ -190,6 +202,11 @@ def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | No
     if record is not None and "interrupted" in record:
         return (f"it was interrupted ({record['interrupted']}) on {record.get('when', '?')} before it finished; "
                 "it picks up what it had saved")
+    if record is not None and "failed" in record:
+        return f"it failed ({record['failed']}) on {record.get('when', '?')}"
+    if record is not None and "started" in record and "settings" not in record:
+        return (f"it was interrupted on {record['started']} (it started and never finished: the run was killed, "
+                "or its machine stopped); it picks up what it had saved")
     if record is None or "settings" not in record:  # none, or one written before records held settings
         return "not run by `tritonrl run` yet"
     if notebook_sha is not None and record.get("notebook_sha") != notebook_sha:
