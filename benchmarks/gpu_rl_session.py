@@ -428,6 +428,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", default=DEFAULT_VARIANTS,
                     help="SFT variants the select stage tries: ';'-separated, each comma-separated key=value")
     ap.add_argument("--dev-k", type=int, default=2, help="samples per development-set task in the select stage")
+    ap.add_argument("--reference", metavar="MACHINE", default="",
+                    help="write the summary's tables to docs/benchmarks/reference_gpu_run.json, measured on MACHINE "
+                         "(what a demonstration's report shows beside its own; no weights)")
     ap.add_argument("--export-sft", action="store_true",
                     help="with --export: also the finished SFT adapter, as sft_adapter.tgz (a later session starts at RL)")
     ap.add_argument("--export", default=os.environ.get("OUT", ""), help="copy the small results here ($OUT)")
@@ -456,8 +459,17 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
     finally:
         try:
-            summarize(s)
+            out = summarize(s)
             s.say(f"summary: {s.root / 'summary.md'}")
+            if args.reference:
+                from tritonrl_lib.report.reference_run import REFERENCE_FILE, reference_from_summary
+
+                ref = reference_from_summary(out, measured=time.strftime("%Y-%m-%d"), machine=args.reference,
+                                             command="python benchmarks/gpu_rl_session.py RESULTS " + " ".join(
+                                                 f"-p {k}={v}" for k, v in s.overrides.items() if k != "kernelbench")
+                                             + " -p kernelbench=PATH")
+                (ROOT / REFERENCE_FILE).write_text(json.dumps(ref, indent=1, default=str) + "\n")
+                s.say(f"reference tables: {ROOT / REFERENCE_FILE}")
         except Exception as e:  # the summary must not hide the stage's own outcome
             s.say(f"summary not written: {type(e).__name__}: {e}")
         if args.export:

@@ -146,3 +146,37 @@ def test_a_failed_notebook_is_said_with_its_error(run_dir):
     out = started_notebook(paths, "01_data", cells_done=1, error="ConfigError")
     line = next(m for m in build_report(cfg, paths).missing if m.startswith("01_data: "))
     assert line.startswith("01_data: failed (ConfigError) on ") and str(out) in line
+
+
+REFERENCE = {"measured": "2026-11-27", "machine": "one H100", "command": "python benchmarks/gpu_rl_session.py R",
+             "profile": "gpu", "tables": {
+                 "kernelbench": [{"stage": "sft", "level": "L1", "problems": 35, "samples": 140,
+                                  "correct % [95% CI]": "12.1 [5.0, 20.0]"}],
+                 "kernelbench_categories": [], "builtin": [], "vs_sft": [], "rl_rounds": []}}
+
+
+def test_a_demonstration_shows_a_kept_gpu_run_labelled_as_another_run(tmp_path, monkeypatch):
+    from tritonrl_lib.report import build as B
+    from tritonrl_lib.report.reference_run import reference_from_summary
+
+    monkeypatch.setattr(B, "load_reference", lambda: REFERENCE)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    cfg, paths = cpu_run(tmp_path / "a")
+    demo = build_report(cfg, paths)
+    assert demo.demonstration and demo.reference == REFERENCE
+    text = page_text(demo)
+    assert "What a real run on one GPU gave (another run, kept in the repository)" in text and "Not this run." in text
+    assert parse_table(demo.html_path.read_text(), "reference_kernelbench")[0]["correct % [95% CI]"] == "12.1 [5.0, 20.0]"
+    cfg, paths = gpu_run(tmp_path / "b")  # a real run shows its own figures only
+    real = build_report(cfg, paths)
+    assert real.reference is None and "another run, kept in the repository" not in page_text(real)
+    # the kept file is made from a session's summary: the KernelBench tables and the built-in sets
+    summary = {"profile": "gpu", "kernelbench": {"headline": REFERENCE["tables"]["kernelbench"], "categories": []},
+               "eval": {"sft": {"metrics": {"by_set": {"tasks": {"num_tasks": 10, "num_samples": 40,
+                                                                 "correct_rate": 30.0, "valid_rate": 90.0,
+                                                                 "intervals": {"correct_rate": [20.0, 40.0]}},
+                                                       "kernelbench": {"num_tasks": 70}}}}}}
+    made = reference_from_summary(summary, measured="today", machine="one H100", command="c")
+    assert made["tables"]["kernelbench"] == REFERENCE["tables"]["kernelbench"]
+    assert made["tables"]["builtin"] == [{"stage": "sft", "set": "tasks", "tasks": 10, "samples": 40, "correct %": 30.0,
+                                          "95% CI": [20.0, 40.0], "valid %": 90.0}]

@@ -37,6 +37,7 @@ from ..run import state as run_state
 from ..train.rl.log import seen_before
 from . import kernelbench as KB
 from .html import parse_table, render_html  # noqa: F401  (parse_table: the report's readers)
+from .reference_run import load_reference
 from .steps import StepState, cost_rows, counted_timings, step_lines, step_states
 from .text import TASK_SOURCES, explain_reason, pick_examples, run_description, tasks_evaluated
 
@@ -321,6 +322,7 @@ class Report:
     no_chart: dict[str, str] = field(default_factory=dict)  # chart name -> why there is none
     description: list[str] = field(default_factory=list)  # what the run was
     demonstration: bool = False
+    reference: dict[str, Any] | None = None  # a real GPU run's tables, shown beside a demonstration
 
     def frames(self):
         """The tables as pandas DataFrames (for display in a notebook)."""
@@ -378,7 +380,8 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
     }
     description, demo = run_description(cfg, data.records)
     report = Report(paths.report_html, charts, tables, data.missing, KB.headline_lines(data.records, kb_split)
-                    + headline(data), data.stale, data.caveats, no_chart, description, demo)
+                    + headline(data), data.stale, data.caveats, no_chart, description, demo,
+                    load_reference() if demo else None)
     page = render_html(cfg, paths, data, report, pngs, pick_examples(data.records), KB.answers(data.records))
     paths.report_html.parent.mkdir(parents=True, exist_ok=True)
     tmp = paths.report_html.with_name(f".{paths.report_html.name}.tmp")

@@ -233,6 +233,25 @@ def cost_section(tables: Mapping[str, Any], pngs: Mapping[str, bytes], no_chart:
     return parts
 
 
+def reference_section(ref: Mapping[str, Any]) -> list[str]:
+    """A real GPU run's tables, kept in the repository, shown beside a demonstration: another run's,
+    and said so before anything else."""
+    t = ref["tables"]
+    parts = ["<h2>What a real run on one GPU gave (another run, kept in the repository)</h2>",
+             f"<p class='note'><b>Not this run.</b> Measured {html.escape(str(ref['measured']))} on "
+             f"{html.escape(str(ref['machine']))} with <code>{html.escape(str(ref['command']))}</code>; its tables are "
+             f"kept as JSON in <code>docs/benchmarks/reference_gpu_run.json</code> (no weights) so that a demonstration "
+             "shows what the method does at a size where its numbers mean something. This run's own figures are "
+             "above and below.</p>"]
+    for key, title in (("kernelbench", "Held-out KernelBench problems (published sizes)"),
+                       ("kernelbench_categories", "Held-out KernelBench problems per category"),
+                       ("builtin", "The built-in held-out sets"), ("vs_sft", "RL minus SFT"),
+                       ("rl_rounds", "RL, step by step (training tasks)")):
+        if t.get(key):
+            parts += [f"<h3>{title}</h3>", html_table(t[key], f"reference_{key}")]
+    return parts
+
+
 def kernelbench_section(tables: Mapping[str, Any], answers: Sequence[Example]) -> list[str]:
     """The held-out KernelBench problems first: the benchmark this project reports on."""
     parts = ["<h2>Held-out KernelBench problems</h2>",
@@ -286,6 +305,8 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Repor
         parts.append(_box("missing", "Not in this report yet", report.missing))
     if tables.get("kernelbench"):
         parts.extend(kernelbench_section(tables, kernelbench_answers))
+    if report.demonstration and report.reference:
+        parts.extend(reference_section(report.reference))
 
     parts.append("<h2>Evaluation metrics</h2>")
     parts.append("<p>Percent of samples per model and task level (Level 1: one operation; Level 2: several fused). "
