@@ -125,14 +125,21 @@ def test_policy_extra_ops_reach_both_the_static_check_and_the_runtime_census(poo
     assert pool.verify(relu2, code, config=extra, static=False).correct
 
 
-def test_half_input_sets_ask_for_values_not_for_the_float32_kernels_dtype(pool):
-    """A float32 task's float16 input set: a kernel that keeps float32 outputs but reads its input
-    right passes, one that refuses half inputs passes with a note, one that misreads them fails."""
+def test_half_input_sets_ask_for_the_references_dtype(pool):
+    """A float32 task's float16 input set: the output's dtype is the reference's there (issue 31: a kernel
+    that kept float32 outputs was compared by value and passed). One that reads its input right and writes
+    the input's dtype passes, one that keeps float32 outputs is `dtype_mismatch`, one that refuses half
+    inputs passes with a note, one that misreads them fails."""
     rows = task("row_sum")
     misreads = candidate("peer_dtype_output_always_fp32")
     reads_right = misreads.replace(".to(tl.pointer_type(tl.float32))", "")
     assert reads_right != misreads
     v = pool.verify(rows, reads_right)
+    assert not v.correct and v.reason == "dtype_mismatch" and not v.cheat_flags, (v.reason, v.error)
+    assert "dtype:float16" in v.error and "expected float16" in v.error
+    in_dtype = reads_right.replace("dtype=torch.float32)", "dtype=x.dtype)")
+    assert in_dtype != reads_right
+    v = pool.verify(rows, in_dtype)
     assert v.correct, (v.reason, v.error)
     refuses = reads_right.replace("x = x.contiguous()", "assert x.dtype == torch.float32, 'float32 only'\n"
                                   "        x = x.contiguous()")

@@ -33,6 +33,8 @@ MEMBERS = [f"static:{what}" for what in R.STATIC_CHECKS] + [
            "mismatch:tiny", "mismatch:original", "mismatch:range", "mismatch:offset", "mismatch:resized", "mismatch:timed", "mismatch:seed", "mismatch:larger",
            "mismatch:dtype:float16", "mismatch:dtype:bfloat16", "cheat:no_triton_launch", "cheat:input_mutated",
            "cheat:cached_output", "cheat:pytorch_compute:aten.mm.default", "cheat:foreign_kernel:other.k_kernel",
+           "cheat:unordered_stream", "cheat:heavy_op_dtype:gemm_float16", "cheat:timed_output_wrong",
+           "cheat:global_state:torch._get_flash_sdp_enabled", "dtype_mismatch", "task_too_large",
            "crash_signal:SIGSEGV", "crash_signal:SIGKILL", "crash_signal:SIGABRT", "crash_signal:SIG77",
            "timing_failed:timeout", "timing_failed:runtime_error", "timing_failed:crash_signal:SIGBUS"]
 NOT_REASONS = ["", "made_up", "Timeout", "timeout:", "static", "static:made_up", "mismatch", "mismatch:",

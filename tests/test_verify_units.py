@@ -177,9 +177,25 @@ def test_speedup_is_reference_over_candidate():
 
 
 def test_tiny_plans_shrink_batch_first_then_all():
-    plans = tiny_plans(task_source("relu"))
-    assert plans[0][1] == {"batch_size": 2, "dim": 32}
-    assert plans[1][1] == {"batch_size": 2}
+    plans = tiny_plans(task_source("relu").replace("batch_size = 16", "batch_size = 128"))
+    assert plans[0][1] == {"batch_size": 16, "dim": 32}
+    assert plans[1][1] == {"batch_size": 16}
+    # a batch of 16 is as small as it gets: only the other sizes shrink
+    assert [p for _, p in tiny_plans(task_source("relu"))] == [{"dim": 32}]
+
+
+def test_no_resize_goes_below_what_a_kernel_for_the_published_task_may_require():
+    from tritonrl_lib.verify.candidate.variations import resized, shrunk
+
+    # never below 16 (tl.dot's smallest operand dimension), divisibility by 2, 4, 8, 16 kept
+    assert [shrunk("head_dim", v) for v in (64, 96, 48, 200, 4095, 256)] == [16, 16, 16, 24, 511, 32]
+    assert all(shrunk("d", v) % min(16, v & -v) == 0 for v in range(17, 5000))
+    assert all(shrunk("d", v) >= 16 for v in range(17, 5000))
+    assert shrunk("batch_size", 128) == 16 and shrunk("batch_size", 16) is None
+    # kernel sizes, strides and axes stay; a size that cannot shrink is doubled (never left unvaried)
+    assert shrunk("kernel_size", 3) is None and shrunk("dim", 1) is None and shrunk("width", 16) == 32
+    # the other size keeps the same rules
+    assert [resized(v, v * f) for v, f in ((128, 2), (128, 0.75), (100, 0.75), (24, 0.5))] == [256, 96, 76, 16]
 
 
 def test_constructor_constants_never_enlarge_and_class_constants_never_move():
@@ -209,7 +225,7 @@ def test_larger_plan_absent_when_only_constructor_constants_exist():
             return [n]
     """)
     assert larger_plan(src) is None
-    assert tiny_plans(src)[0][1] == {"n": 8}
+    assert tiny_plans(src)[0][1] == {"n": 16}  # never below 16: tl.dot's smallest dimension
 
 
 # --------------------------------------------------------------------------- cache
@@ -596,11 +612,13 @@ def test_bit_identical_outputs_are_told_apart_from_nearly_identical_ones():
 
 
 def _send_ref(j, name: str, ref, alt=None):
-    """A full-stage reference output for input set `name`, with its float32-accumulated twin if given."""
+    """A full-stage reference output for input set `name` (a timed call's set: `timed:<k>`), with its
+    float32-accumulated twin if given."""
     from tritonrl_lib.verify.candidate.encoding import encode_outputs
 
     metas, blobs = encode_outputs([ref])
-    header = {"type": "ref", "name": name, "stage": "full", "inputs": "x", "outputs": metas}
+    stage = "timed" if name.startswith("timed:") else "full"
+    header = {"type": "ref", "name": name, "stage": stage, "inputs": "x", "outputs": metas}
     if alt is not None:
         header["alt_outputs"], alt_blobs = encode_outputs([alt])
         blobs = blobs + alt_blobs
@@ -667,7 +685,8 @@ def _timed_run(j, refs: dict, cands: dict, timed_set: str, timed_out):
     assert _send(j, *_cand("tiny", tiny.clone())) is None
     assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
     for name in refs:
-        assert _send(j, *_cand(name, cands[name])) is None
+        if not name.startswith("timed:"):  # a timed call's set: never run before it is timed
+            assert _send(j, *_cand(name, cands[name])) is None
     assert _send(j, {"type": "gate", "stage": "full"}) == "go"
     if _send(j, {"type": "timed", "trial": 1, "set": timed_set}, [timed_out]) is None:
         assert _send(j, {"type": "timing", "ref_ms": [2.0] * 20, "cand_ms": [1.0] * 20, "device_name": "H100"}) is None
@@ -688,16 +707,20 @@ def test_judge_holds_timed_outputs_to_the_standard_the_same_inputs_met_before_ti
                    (accurate.float() + 5).to(torch.bfloat16))
     assert not v.correct and v.cheat_flags == ["timed_output_wrong"]
 
-    # odd timed trials run on the seed set's values: outputs 8x the original's keep the atol grown 8x
+    # a timed call's own fresh set (timed:<k>) is held to its set's standard: outputs 8x the original's
+    # keep the atol grown 8x
     torch.manual_seed(1)
     small, large = torch.randn(256), 8 * torch.randn(256)
     off = large + 0.05 * torch.sign(large)  # within atol x 8 (and the norm rule), beyond the plain atol + rtol
     assert ((off - large).abs() > 1e-2 + 1e-2 * large.abs()).any()
-    refs = {"original": (small, None), "seed": (large, None)}
-    cands = {"original": small.clone(), "seed": off.clone()}
-    v = _timed_run(_judge(), refs, cands, "seed", off.clone())
+    refs = {"original": (small, None), "timed:0": (large, None)}
+    cands = {"original": small.clone()}
+    v = _timed_run(_judge(), refs, cands, "timed:0", off.clone())
     assert v.correct and not v.cheat_flags, (v.reason, v.error)
-    v = _timed_run(_judge(), refs, cands, "seed", large + 1.0)
+    v = _timed_run(_judge(), refs, cands, "timed:0", large + 1.0)
+    assert not v.correct and v.cheat_flags == ["timed_output_wrong"]
+    # an answer for the original's inputs (a content cache's, a stale one) is wrong on the fresh set
+    v = _timed_run(_judge(), refs, cands, "timed:0", small.clone())
     assert not v.correct and v.cheat_flags == ["timed_output_wrong"]
 
 
@@ -707,7 +730,7 @@ def test_timed_outputs_are_kept_as_returned_when_the_kernel_reuses_its_output_bu
     import time as _time
     import types
 
-    from tritonrl_lib.verify.candidate.candidate_phase import kept_as_returned
+    from tritonrl_lib.verify.candidate.timed_inputs import kept_as_returned
     from tritonrl_lib.verify.candidate.timing import time_pair
 
     picks = itertools.count()
@@ -754,7 +777,21 @@ def test_one_output_right_for_two_input_sets_is_not_a_cached_answer():
     _send(j, *_cand("tiny", tiny.clone()))
     assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
     assert _send(j, *_cand("original", out.clone())) is None
-    assert _send(j, *_cand("dtype:float16", out.clone())) is None
+    assert _send(j, *_cand("dtype:float16", out.clone())) == "stop"
+    v = Verdict.from_dict(j.finalize(_outcome()))
+    assert not v.correct and v.reason == "dtype_mismatch" and not v.cheat_flags, (v.reason, v.error)
+    assert "expected float16" in v.error
+    # the right dtype is right (the half reference's values, in half)
+    j = _judge(timing_enabled=False)
+    _send(j, {"type": "ref", "name": "tiny", "stage": "tiny", "inputs": "x"}, [tiny])
+    _send(j, {"type": "ref", "name": "original", "stage": "full", "inputs": "x"}, [out])
+    _send_ref(j, "dtype:float16", out.half())
+    _send(j, {"type": "ref_done"})
+    _send(j, {"type": "stage", "stage": "compile"})
+    _send(j, *_cand("tiny", tiny.clone()))
+    assert _send(j, {"type": "gate", "stage": "tiny"}) == "go"
+    assert _send(j, *_cand("original", out.clone())) is None
+    assert _send(j, *_cand("dtype:float16", out.half())) is None
     assert _send(j, {"type": "gate", "stage": "full"}) == "go"
     _send(j, {"type": "done"})
     v = Verdict.from_dict(j.finalize(_outcome()))

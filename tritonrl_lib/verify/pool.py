@@ -195,7 +195,7 @@ class VerifierPool:
         self._references = _pool_store(self.config.reference_cache_mb * self.size)
         self.python = sys.executable  # the interpreter workers run in
         # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
-        self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range")}
+        self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range", "timed")}
         self._lock = threading.Lock()  # one map at a time (callers on several threads take turns)
 
     # ---------------------------------------------------------------- public

@@ -128,9 +128,9 @@ REFERENCE_ERROR = _reason("reference_error", _AT_COMPILE, "the task's reference 
 REFERENCE_RANDOM = _reason("reference_random", _AT_COMPILE, "the task's reference gives other outputs for the same "
                            "inputs on every run, even in eval mode (random ops in forward): nothing to compare against",
                            "worker/judge", side="task")
-TASK_TOO_LARGE = _reason("task_too_large", _AT_COMPILE, "the task's own inputs, outputs and reference need more GPU "
-                         "or host memory than this machine has (said up front, with the sizes)", "worker/job",
-                         cacheable=False, side="task")
+TASK_TOO_LARGE = _reason("task_too_large", _AT_COMPILE, "this machine is too small for the task: its input sets "
+                         "and reference need more GPU or host memory than it has (said up front, with the sizes)",
+                         "worker/job", cacheable=False, side="verifier")
 REFERENCE_TIMEOUT = _reason("reference_timeout", _AT_COMPILE, "the reference phase (drawing inputs, running the "
                             "reference on every input set) did not finish within its own budget",
                             "sandbox/run", cacheable=False, side="verifier")
@@ -165,7 +165,7 @@ TIMING_FAILED = _reason("timing_failed", _AT_TIMING, "correct, but timing failed
 # --------------------------------------------------------------------------- the families' members
 
 # the input sets a mismatch names: tiny, then variations.VARIATION_ORDER ("dtype" is written dtype:<half dtype>),
-# and "timed": an output of a timed call (checked like the original's)
+# and "timed": an output of a timed call (fresh inputs, checked like the full stage's)
 INPUT_SETS = ("tiny", "original", "range", "offset", "seed", "larger", "resized", "dtype", "timed")
 
 # the cheat flags the judge raises at run time (written `cheat:<flag>`; some carry `:<what>`)
@@ -178,15 +178,17 @@ HOST_COMPUTE = "host_compute"  # forward read tensors into Python or built outpu
 NOT_PLAIN_OUTPUT = "not_plain_output"  # an output is a tensor subclass or lives in memory torch did not allocate
 CENSUS_BYPASSED = "census_bypassed"  # forward ran with the op census switched off, paused, or beside it
 MONKEYPATCH = "monkeypatch"  # :<what> a function or class of torch, triton, time, builtins or the verifier replaced
-GLOBAL_STATE = "global_state"  # :<what> PyTorch's global settings changed (TF32, deterministic, threads, ...)
+GLOBAL_STATE = "global_state"  # :<what> PyTorch's global settings changed (TF32, SDPA backends, cuDNN, threads, ...)
 # the guard's refusals (guard.py): the candidate's process tried what only an attack needs
 COMPUTE_WHILE_LOADING = "compute_while_loading"  # aten compute while the reference's weights were loaded
 GUARD_FLAGS = frozenset({"threads", "process", "ctypes", "introspection", "network", "environment",
                          "dynamic_code", "forbidden_import", "tampering", COMPUTE_WHILE_LOADING})
-TIMED_OUTPUT = "timed_output_wrong"  # an output of a timed call was wrong though the same inputs' was right
+TIMED_OUTPUT = "timed_output_wrong"  # an output of a timed call was wrong on its (never seen before) inputs
+UNORDERED_STREAM = "unordered_stream"  # GPU work not ordered with the caller's stream (a race; before the timer's start)
+HEAVY_OP_DTYPE = "heavy_op_dtype"  # :<family>_<dtypes> a GEMM/convolution kept in PyTorch on other operand dtypes
 RUNTIME_FLAGS = frozenset({FOREIGN_KERNEL, NO_TRITON_LAUNCH, PYTORCH_COMPUTE, INPUT_MUTATED, CACHED_OUTPUT,
                            HOST_COMPUTE, NOT_PLAIN_OUTPUT, CENSUS_BYPASSED, MONKEYPATCH, GLOBAL_STATE, TIMED_OUTPUT,
-                           *GUARD_FLAGS})
+                           UNORDERED_STREAM, HEAVY_OP_DTYPE, *GUARD_FLAGS})
 
 _SUFFIX = re.compile(r"^[A-Za-z0-9_.:\-]{1,160}$")  # what a suffix may hold (kernel and op names are sanitised)
 _SIGNAL = re.compile(r"^SIG[A-Z0-9+\-]+$")

@@ -14,7 +14,9 @@ captured (timing.Clock) and PyTorch's global state recorded (process_state.py). 
 runs on freshly drawn inputs, with the allocator poisoned and the launch tracker and op census
 reporting to the guard (runtime_checks.py); its outputs and those facts go to the worker, which
 judges. After tiny and after full the process asks the worker (a gate) whether to go on; after full,
-on a GPU, it times while the worker answers, and reads the answer before it reports the timing.
+on a GPU, it times while the worker answers, and reads the answer before it reports the timing: every
+timed call on inputs the candidate has never seen (timed_inputs.py), its stream order and the global
+state checked after it, a solution computing in TF32 also timed against the reference with TF32 allowed.
 On the CPU every kernel launch is also compiled for CUDA first (compilation/check.py).
 """
 
@@ -24,42 +26,43 @@ import contextlib
 import copy
 import os
 import sys
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from . import guard as guard_mod
-from . import interpreter_libdevice, runtime_checks
+from . import gpu_work, interpreter_libdevice, runtime_checks
 from .. import reasons as R
 from ..compilation.compiler_copy import compiler_available
 from ..compilation.errors import interpreter_only
 from ..compilation.launch_compiler import SM, LaunchCompiler
+from ..precision import TF32, candidate_precision
 from ..sandbox import messages as M
 from ..sandbox import shared_blobs
+from ..sandbox.limits import REUSE_MAX_BYTES, TIMED_KEEP_BYTES
 from ..static.rules import import_verdict
 from .context import CANDIDATE_MODULE, Child, classify, excerpt
 from .encoding import release_blanks, spec_bytes
+from .gpu_work import WATCH
 from .input_sets import InputSet, ModelSpec, Plan
 from .loading_watch import computed_while_loading, relaid_out
 from .op_recorder import OpRecorder
 from .process_state import ProcessState
 from .runtime_checks import (CensusWatch, LaunchTracker, OpCensus, _torch_owned, flatten_outputs,
                              interpreter_autotune, perturb_host_allocator, poison_allocator, same_bits)
+from .timed_inputs import TimedCalls, TimedInputs
 from .timing import Clock
 from .timing import time_pair
 from .variations import load_module_file
 
 MAX_HOLDS_TRACED = 60  # GPU lock holds sent with TRITONRL_TRACE
-TIMED_CHECKS = 3  # timed trials whose output is checked, chosen at random after they ran (and the last)
-TIMED_KEEP_BYTES = 2 << 30  # kept outputs of timed trials on the device: past this, only the last is checked
 UNSAFE_NO_GUARD = "TRITONRL_UNSAFE_NO_GUARD"  # tests of the sandbox's own limits only: the guard counts, refuses nothing
-REUSE_MAX_BYTES = 1 << 30  # input sets this small go into the previous set's tensors (same addresses)
 # namespaces whose callables the guard records (a replacement of any is a cheat flag)
 WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn", "torch.nn.functional", "torch.nn.modules.module",
                    "torch.utils._python_dispatch", "torch.overrides", "torch.autograd", "torch.backends.cudnn",
                    "torch.backends.cuda", "triton", "triton.language", "triton.testing", "triton.runtime.jit",
                    "triton.runtime.autotuner", "time", "gc", "threading", "_thread", "os", "sys", "signal",
-                   "numpy", "math", "importlib", "functools")
+                   "numpy", "math", "importlib", "functools", "torch.cuda.graphs")
 
 
 def same_layout(a: list[Any], b: list[Any], values_too: bool = False) -> bool:
@@ -84,16 +87,6 @@ def same_layout(a: list[Any], b: list[Any], values_too: bool = False) -> bool:
     return True
 
 
-def kept_as_returned(output: Any, clone: Callable[[Any], Any], sync: Callable[[], Any]) -> list[Any]:
-    """A timed call's outputs copied as they were returned (after its time was read). A kernel may
-    honestly return one buffer it reuses call after call: kept by reference, a checked trial's output
-    would hold a later trial's result (odd trials run on the seed set's values) and be failed as
-    behaviour that changes once timed, where the full stage judged each output as returned."""
-    outs = [clone(t) if isinstance(t, torch.Tensor) else t for t in flatten_outputs(output)]
-    sync()  # the copies finish before the next trial's timed region
-    return outs
-
-
 class CandidatePhase:
     """Runs the candidate through its stages on the reference phase's `plan`; everything it learns
     goes to the worker, which decides (judge.py)."""
@@ -111,12 +104,8 @@ class CandidatePhase:
         self.watch = CensusWatch(self.census)
         self.held: list[Any] | None = None  # the last call's inputs: the next set of their shapes goes into them
 
-    @staticmethod
-    def timing_wanted_for(child: Child) -> bool:
-        return bool(child.settings.timing_enabled) and child.device == "cuda"
-
     def timing_wanted(self) -> bool:
-        return self.timing_wanted_for(self.child)
+        return self.child.timing_wanted()
 
     # ---------------------------------------------------------------- the phase
 
@@ -144,6 +133,7 @@ class CandidatePhase:
             # output a kernel never wrote cannot hold a freed reference result (GPU: see call_candidate)
             perturb_host_allocator()
         elif self.device == "cuda":
+            WATCH.install()  # stream order and CUDA graphs (gpu_work.py), before the guard records torch.cuda
             self.child.release_gpu_while_compiling()
             if self.timing_wanted():
                 with self.child.gpu_section():
@@ -196,7 +186,7 @@ class CandidatePhase:
         # the timer's classes too on the CPU: patching a timer is a cheat on any device
         watched.update({"torch.Tensor": torch.Tensor, "torch._C.TensorBase": torch._C.TensorBase,
                         "torch.nn.Module": torch.nn.Module, "torch.cuda.Event": torch.cuda.Event,
-                        "torch.cuda.Stream": torch.cuda.Stream})
+                        "torch.cuda.Stream": torch.cuda.Stream, "torch.cuda.CUDAGraph": torch.cuda.CUDAGraph})
         from triton.runtime.jit import JITFunction
 
         watched["triton.runtime.jit.JITFunction"] = JITFunction
@@ -204,7 +194,7 @@ class CandidatePhase:
         enforce = os.environ.get(UNSAFE_NO_GUARD) != "1"
         if not enforce:
             self.child.note(f"the guard is off ({UNSAFE_NO_GUARD}=1: for testing the sandbox's own limits alone)")
-        self.guard = guard_mod.Guard(path, trusted_files=[runtime_checks.__file__], watched=watched,
+        self.guard = guard_mod.Guard(path, trusted_files=[runtime_checks.__file__, gpu_work.__file__], watched=watched,
                                      denied_import=import_verdict, enforce=enforce)
         self.guard.install()
         if enforce:
@@ -305,7 +295,11 @@ class CandidatePhase:
         g.begin()
         try:
             with census, self.watch:
-                out = model(*inputs)
+                WATCH.begin_call()
+                try:
+                    out = model(*inputs)
+                finally:
+                    WATCH.end_call()  # its GPU work ordered with this stream? (before the sync below)
                 intact = _current_mode() is census
             self.child.sync()
         except BaseException as e:
@@ -346,6 +340,7 @@ class CandidatePhase:
             "type": M.CAND, "name": s.name, "outputs": metas, "launches": facts.launches,
             "kernels": dict(facts.kernels), "foreign": dict(facts.foreign), "ops": dict(facts.ops),
             "host_read": facts.host_read, "host_made": facts.host_made, "census_intact": bool(intact),
+            "heavy": dict(facts.heavy), "unordered": list(facts.unordered),
             "foreign_memory": foreign_memory, "inputs_unchanged": bool(unchanged), **self.guard_facts()}
         self.ch.send(frame, blobs)
         return True
@@ -353,10 +348,11 @@ class CandidatePhase:
     def in_place(self, inputs: list[Any]) -> list[Any]:
         """The new set's values copied into the last call's input tensors where they have the same
         shapes (small sets): an answer remembered by the inputs' address, not their values, is stale."""
-        held, self.held = self.held, inputs
         tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        if held is None or sum(t.numel() * t.element_size() for t in tensors) > REUSE_MAX_BYTES \
-                or not same_layout(held, inputs):
+        small = sum(t.numel() * t.element_size() for t in tensors) <= REUSE_MAX_BYTES
+        # a large set's inputs are never refilled: holding them would only double the next set's draw
+        held, self.held = self.held, (inputs if small else None)
+        if held is None or not small or not same_layout(held, inputs):
             return inputs
         out = []
         for old, new in zip(held, inputs):
@@ -375,68 +371,54 @@ class CandidatePhase:
         del fresh
         return same
 
-    @staticmethod
-    def in_place_fits(inputs: list[Any], other: InputSet) -> bool:
-        """Whether the timing may swap another set's values into its inputs (same shapes, small)."""
-        tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-        return bool(tensors) and sum(t.numel() * t.element_size() for t in tensors) <= REUSE_MAX_BYTES
-
     def poison_room(self, inputs: list[Any]) -> int:
-        """GPU memory the allocator's poisoning may take now: what the budget leaves after the inputs."""
-        free, _ = torch.cuda.mem_get_info()
-        return max(0, min(free, 4 << 30) // 2)
+        """GPU memory the allocator's poisoning may take now: half of what this process's share leaves (and
+        the device has free), at most 4 GiB."""
+        free, total = torch.cuda.mem_get_info()
+        budget = self.child.budget
+        fraction = budget.gpu_fraction if budget is not None and budget.gpu_fraction > 0 else 1.0
+        left = int(fraction * total) - torch.cuda.memory_allocated()
+        return max(0, min(free, left, 4 << 30) // 2)
 
     # ---------------------------------------------------------------- timing
 
     def timing(self, plan: Plan, models: dict[str, torch.nn.Module]) -> bool:
-        """Time the candidate against the reference, the full stage's gate asked and not yet
-        answered; False where that answer is no (nothing more is sent then). The outputs of a few
-        timed calls go to the worker, checked as the original set's."""
+        """Time the candidate against the reference, the full stage's gate asked and not yet answered;
+        False where that answer is no (nothing more is sent then). Every candidate call gets inputs it has
+        never seen (timed_inputs.py); the checked calls' outputs go to the worker, held to their sets'
+        references. A candidate whose `tl.dot` runs in TF32 is also timed against the reference with TF32
+        allowed (precision.py)."""
         original = next(s for s in plan.sets if s.name == "original")
-        other = next((s for s in plan.sets if s.name == "seed" and s.model_key == "base"), None)
+        checks = [s for s in plan.sets if s.stage == "timed"]
         ref, cand = plan.models["base"].ref, models["base"]
-        timed: list[tuple[int, str, Any]] = []
+        settings = self.child.settings
+        trials, warmup = int(settings.timing_trials), int(settings.timing_warmup)
+        calls: TimedCalls | None = None
         try:
             tampered = self.guard.changed() + (self.state.changes() if self.state is not None else [])
             ref_in = original.draw(self.device)
-            cand_in = original.draw(self.device)
-            values = {"original": original.draw(self.device)}
-            if other is not None and self.in_place_fits(cand_in, other):
-                seed_values = other.draw(self.device)
-                if same_layout(cand_in, seed_values, values_too=True):  # else a refill would mean other inputs
-                    values["seed"] = seed_values
-                del seed_values
-            names = list(values)
-            current = ["original"]
-
-            def refill(trial: int) -> None:
-                # odd trials run on the seed set's values, in the same tensors (an answer kept by address is stale)
-                current[0] = names[trial % len(names)]
-                for dst, src in zip(cand_in, values[current[0]]):
-                    if isinstance(dst, torch.Tensor):
-                        dst.copy_(src)
-
+            rand = self.clock.urandom if self.clock is not None else os.urandom
+            supply = TimedInputs(plan.fresh, checks, original, trials, self.device, rand)
             clone = self.clock.clone if self.clock is not None else torch.Tensor.clone
             sync = self.clock.sync if self.clock is not None else torch.cuda.synchronize
-            last = int(self.child.settings.timing_trials) - 1
-
-            def keep(trial: int, output: Any) -> None:
-                # the last trial's output is never written again: kept as it is (no second copy of a large output)
-                kept = flatten_outputs(output) if trial == last else kept_as_returned(output, clone, sync)
-                timed.append((trial, current[0], kept))
-
+            calls = TimedCalls(supply, WATCH, self.state, trials - 1, clone, sync)
             # every kept output stays on the device until timing ends: a task with 8 GiB outputs keeps one
             out_bytes = sum(spec_bytes(shape, dtype) for shape, dtype in (original.out_specs or []))
-            checks = TIMED_CHECKS if out_bytes * (TIMED_CHECKS + 1) <= TIMED_KEEP_BYTES else 0
+            chosen = supply.checked if out_bytes * len(supply.checked) <= TIMED_KEEP_BYTES else {trials - 1}
+            supply.by_trial = {t: s for t, s in supply.by_trial.items() if t in chosen}
+            ref_tf32 = None
+            if candidate_precision(self.child.job["code"]) == TF32 and self.clock is not None:
+                tf32 = self.clock.tf32
+                ref_tf32 = lambda: tf32.run(lambda: ref(*ref_in))  # noqa: E731
 
             with self.child.gpu_lock.alone() if self.child.gpu_lock else contextlib.nullcontext():
                 self.child.mark("timing_lock")
-                settings = self.child.settings
-                times = time_pair(lambda: ref(*ref_in), lambda: cand(*cand_in), int(settings.timing_warmup),
-                                  int(settings.timing_trials), clock=self.clock, on_output=keep, checked=checks,
-                                  before_cand=refill if len(names) > 1 else None)
+                times = time_pair(lambda: ref(*ref_in), lambda: cand(*calls.inputs), warmup, trials, clock=self.clock,
+                                  on_output=calls.keep, chosen=chosen, before_cand=calls.before,
+                                  after_cand=calls.after, ref_tf32_fn=ref_tf32)
             tampered += [x for x in self.guard.changed() + (self.state.changes() if self.state else [])
                          if x not in tampered]
+            tampered += [x for x in calls.state_changes if x not in tampered]
             failure: M.ErrorFrame | None = None
         except BaseException as e:
             failure = {"type": M.ERROR, "stage": "timing", "reason": classify(e, "timing"), "error": excerpt(e)}
@@ -446,15 +428,19 @@ class CandidatePhase:
         if failure is not None:
             self.ch.send({**failure, **self.guard_facts()})
             return False
-        for trial, name, output in timed:
+        for trial, name, output in calls.kept:
             outs = flatten_outputs(output)
             metas, blobs = self.child.encode(outs)
             self.ch.send({"type": M.TIMED, "trial": trial, "set": name, "outputs": metas}, blobs)
             del blobs, outs
-        self.ch.send({"type": M.TIMING, "ref_ms": times["ref"], "cand_ms": times["cand"],
-                      "device_name": torch.cuda.get_device_name(0), "tampered": tampered[:20],
-                      "gpu_wait_s": self.child.gpu_lock.waited_alone_s if self.child.gpu_lock else 0.0,
-                      **self.guard_facts()})
+        frame: M.TimingFrame = {
+            "type": M.TIMING, "ref_ms": times["ref"], "cand_ms": times["cand"],
+            "device_name": torch.cuda.get_device_name(0), "tampered": tampered[:20],
+            "unordered": calls.unordered,
+            "gpu_wait_s": self.child.gpu_lock.waited_alone_s if self.child.gpu_lock else 0.0, **self.guard_facts()}
+        if "ref_tf32" in times:
+            frame["ref_tf32_ms"] = times["ref_tf32"]
+        self.ch.send(frame)
         return True
 
 

@@ -80,6 +80,10 @@ class Child:
         self.gpu_lock: GpuLock | None = None
         self.tracing = bool(os.environ.get("TRITONRL_TRACE"))  # a diagnostic: see mark()
 
+    def timing_wanted(self) -> bool:
+        """Whether this job times the candidate (on a GPU, with timing on)."""
+        return bool(self.settings.timing_enabled) and self.device == "cuda"
+
     # ---------------------------------------------------------------- setup
 
     def setup(self) -> None:

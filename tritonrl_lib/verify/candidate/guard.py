@@ -80,6 +80,8 @@ _WATCHED = frozenset(_DENY) | _IMPORTING | {
 EV_LAUNCH, EV_FOREIGN, EV_OP, EV_PAUSE, EV_HOST_READ, EV_HOST_MADE, EV_NOTE, EV_THREADS, EV_BYPASS = (
     "tritonrl.launch", "tritonrl.foreign_launch", "tritonrl.op", "tritonrl.pause", "tritonrl.host_read",
     "tritonrl.host_made", "tritonrl.note", "tritonrl.threads", "tritonrl.census_bypassed")
+# a heavy op's operand dtypes (heavy_ops.operand_key), GPU work not ordered with the caller's stream (gpu_work.py)
+EV_HEAVY, EV_UNORDERED = "tritonrl.heavy_operands", "tritonrl.unordered"
 _REFUSAL_FILE = "<tritonrl: threads refused>"  # the thread refusal's code (compiled by _deny_threads)
 # the census may be paused only by these functions of the trusted files (the interpreter's own argument
 # copies, the compile check): a candidate that calls the reporting function itself cannot pause it
@@ -97,6 +99,8 @@ class Facts:
         self.host_read = 0  # elements read into Python (tolist, numpy, item, iteration)
         self.host_made = 0  # elements made from Python or numpy data (torch.tensor(list), from_numpy)
         self.bypassed: list[str] = []  # torch functions called while the op census was off the stack
+        self.heavy: Counter[str] = Counter()  # heavy calls by operand key ("gemm:float16")
+        self.unordered: list[str] = []  # launches not ordered with the caller's stream, described
 
 
 class Guard:
@@ -265,6 +269,12 @@ class Guard:
         elif event == EV_BYPASS:
             if len(f.bypassed) < 8:
                 f.bypassed.append(str(args[0])[:60])
+        elif event == EV_HEAVY:
+            if not self.paused:
+                f.heavy[str(args[0])[:80]] += 1
+        elif event == EV_UNORDERED:
+            if len(f.unordered) < 8:
+                f.unordered.append(str(args[0])[:200])
 
     def _judge(self, event: str, args: tuple) -> tuple[str, str] | None:
         stack = _stack(sys._getframe(1))

@@ -10,6 +10,13 @@ candidate's census on the same set to those counts (`excess`): no more heavy cal
 reference makes. Counted by family, not by name: `F.linear` and `x @ w.t()` plus a bias kernel are one
 GEMM each, whichever aten op they dispatch to, and a convolution done as an im2col GEMM is still one
 heavy call.
+
+Their precision is the reference's too: each heavy call's operand dtypes are recorded (`operand_key`:
+"gemm:float16"), the reference's per input set and the candidate's by its census, and a candidate whose
+heavy call runs on operands of a dtype that neither the reference's calls of that family take on that set
+nor the set's own inputs have (the reference phase sends both as one list: `dtype_excess`; a float32 GEMM
+run on half operands and widened back is another op, tensor cores rather than Triton) is flagged
+`cheat:heavy_op_dtype`.
 """
 
 from __future__ import annotations
@@ -44,6 +51,68 @@ def family(op: object) -> str | None:
     if base in CONV_OPS:
         return "conv"
     return None
+
+
+_OPERAND_FAMILY: dict[Any, str | None] = {}  # op -> the family whose operands it is judged for (a cache)
+
+
+def _operand_family(op: Any) -> str | None:
+    """The heavy family of an op, counted (family) or not (UNCOUNTED: attention, RNN layers)."""
+    try:
+        return _OPERAND_FAMILY[op]
+    except (KeyError, TypeError):
+        pass
+    fam = family(op)
+    if fam is None:
+        base = aten_base_name(op)
+        fam = next((f for f, names in UNCOUNTED.items() if base in names), None)
+    try:
+        _OPERAND_FAMILY[op] = fam
+    except TypeError:
+        pass
+    return fam
+
+
+def operand_key(op: Any, args: Any) -> str | None:
+    """"<family>:<dtype>[+<dtype>...]" for a heavy op (its floating-point tensor operands' dtypes, sorted),
+    None for any other op or one without float operands."""
+    fam = _operand_family(op)
+    if fam is None:
+        return None
+    dtypes: set[str] = set()
+    for a in args:
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            dtype = getattr(t, "dtype", None)
+            if dtype is not None and callable(getattr(t, "is_floating_point", None)) and t.is_floating_point():
+                dtypes.add(str(dtype).replace("torch.", ""))
+    return f"{fam}:{'+'.join(sorted(dtypes))}" if dtypes else None
+
+
+def operand_dtypes(keys: Mapping[str, int] | list[str]) -> dict[str, list[str]]:
+    """Operand keys ("gemm:float32") -> the dtypes each family's calls took: {"gemm": ["float32"]}."""
+    out: dict[str, set[str]] = {}
+    for key in keys:
+        fam, _, dtypes = str(key).partition(":")
+        out.setdefault(fam, set()).update(d for d in dtypes.split("+") if d)
+    return {fam: sorted(d) for fam, d in out.items()}
+
+
+def dtype_excess(candidate: Mapping[str, int], reference: Any) -> list[tuple[str, list[str], list[str]]]:
+    """Where the candidate's heavy calls took operand dtypes the reference's of the same family never do on
+    that input set: (family, the candidate's dtypes there, the reference's). Nothing for a family the
+    reference does not call (the call count judges that), nor when the reference's dtypes are missing."""
+    if not isinstance(reference, dict):
+        return []
+    mine = operand_dtypes(candidate)
+    out = []
+    for fam, dtypes in sorted(mine.items()):
+        ref = reference.get(fam)
+        if not isinstance(ref, list) or not ref:
+            continue
+        extra = sorted(set(dtypes) - {str(d) for d in ref})
+        if extra:
+            out.append((fam, extra, sorted(str(d) for d in ref)))
+    return out
 
 
 def counts(ops: Mapping[str, int]) -> dict[str, int]:

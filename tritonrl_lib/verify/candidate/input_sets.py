@@ -45,13 +45,14 @@ class ModelSpec:
 
 @dataclass
 class InputSet:
-    name: str  # tiny | original | range | seed | larger | resized | dtype:float16 | offset
-    stage: str  # tiny | full
+    name: str  # tiny | original | range | seed | larger | resized | dtype:float16 | offset | timed:<k>
+    stage: str  # tiny | full | timed (a timed call's checked inputs: drawn from a seed of their own)
     model_key: str
     make: Callable[[], list[Any]] | None  # draws the inputs (fresh tensors, on the device), or
     inputs: list[Any] | None  # ... the inputs themselves (mapped from the worker's cache, read-only)
     out_specs: list[tuple[tuple[int, ...], torch.dtype]]
     heavy_ops: dict[str, int | None] | None = None  # the reference's GEMM / convolution calls on this set (heavy_ops.py)
+    heavy_dtypes: dict[str, list[str]] | None = None  # their operand dtypes per family (heavy_ops.operand_dtypes)
 
     def draw(self, device: str) -> list[Any]:
         """Fresh inputs on `device`, every call the same values."""
@@ -70,6 +71,8 @@ class Plan:
     models: dict[str, ModelSpec] = field(default_factory=dict)
     sets: list[InputSet] = field(default_factory=list)
     eval_mode: bool = False  # the reference is random in training mode: both models run in eval mode
+    # the task's inputs drawn afresh from a seed (the timing's unseen values: timed_inputs.py); None: unknown
+    fresh: Callable[[int], list[Any]] | None = None
 
 
 def on_device(values: list[Any], device: str) -> list[Any]:

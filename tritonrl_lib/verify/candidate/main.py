@@ -88,7 +88,7 @@ def _child_main(job: M.Job, ch: ChildChannel) -> None:
             plan = ReferencePhase(child).run()
         if plan is None:
             return
-        forget_reference(plan, child, keep_for_timing=CandidatePhase.timing_wanted_for(child))
+        forget_reference(plan, child, keep_for_timing=child.timing_wanted())
         ch.send({"type": M.REF_DONE})
         CandidatePhase(child, plan).run()
 

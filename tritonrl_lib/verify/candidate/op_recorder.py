@@ -9,13 +9,17 @@ from collections import Counter
 
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .heavy_ops import operand_key
+
 
 class OpRecorder(TorchDispatchMode):
-    """`ops`: {aten op name: calls} while active (the mode may be entered more than once)."""
+    """`ops`: {aten op name: calls} while active (the mode may be entered more than once); `heavy`: the
+    heavy calls' operand keys (heavy_ops.operand_key: "gemm:float32")."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops: Counter[str] = Counter()
+        self.heavy: Counter[str] = Counter()
 
     @classmethod
     def _should_skip_dynamo(cls) -> bool:
@@ -23,4 +27,7 @@ class OpRecorder(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops[str(func)] += 1
+        key = operand_key(func, args)
+        if key is not None:
+            self.heavy[key] += 1
         return func(*args, **(kwargs or {}))

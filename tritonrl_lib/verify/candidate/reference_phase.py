@@ -27,19 +27,20 @@ import torch
 from ..sandbox import messages as M
 from .context import SEED, Child, excerpt
 from .encoding import dtype_name, mean_abs, raw_bytes, release_blanks
-from .heavy_ops import reference_counts
+from .heavy_ops import operand_dtypes, reference_counts
 from .input_sets import (InputSet, ModelSpec, Plan, drawer, mapped_input, model_digests, same_values,
                          seed_torch)
 from .op_recorder import OpRecorder
 from .runtime_checks import flatten_outputs, is_plain_tensor, scrub
-from .variations import (RANGE_LOG2, ROW_LOG2, VARIATION_ORDER, WIDE_SCALE_LOG2, cast_floats, describe_inputs,
-                         keep_structure, larger_plan, load_task_module, offset, ranged, row_scaled,
-                         tiny_plans)
+from .tf32 import Tf32Operands, tf32_error, uses_float32_heavy_ops
+from .variations import (VARIATION_ORDER, cast_floats, describe_inputs, larger_plan, load_task_module, tiny_plans,
+                         value_transforms)
 
 TASK_MODULE = "tritonrl_task"
+TIMED_SETS = 4  # the timing's checked calls' input sets, where the budget does not say
 HALF_DTYPES = (torch.float16, torch.bfloat16)
 CPU_HALF_DTYPES = (torch.float16,)  # the interpreter computes tl.dot on bfloat16 from raw bits: GPU only
-DEFAULT_SEEDS = {"inputs": SEED, "other": SEED + 1000, "range": SEED + 2000}
+DEFAULT_SEEDS = {"inputs": SEED, "other": SEED + 1000, "range": SEED + 2000, "timed": SEED + 3000}
 
 
 class RefFailed(Exception):
@@ -54,11 +55,6 @@ def reference_call(what: str, fn: Callable[[], Any]) -> Any:
         raise
     except BaseException as e:
         raise RefFailed(f"{what}: {type(e).__name__}: {e}") from e
-
-
-def structured(transform: Callable[[list[Any]], list[Any]]) -> Callable[[list[Any]], list[Any]]:
-    """A value set's transform that keeps the exact structure of the drawn inputs (`keep_structure`)."""
-    return lambda xs: keep_structure(xs, transform(xs))
 
 
 class ReferencePhase:
@@ -121,7 +117,8 @@ class ReferencePhase:
                 if name == "range":
                     self.range_set(plan, base, original_outs_finite)
                 elif name == "offset":
-                    self.value_set(plan, "offset", self.drawer(base, self.seeds["inputs"], structured(offset)),
+                    transform, _ = value_transforms("offset", self.seeds["inputs"])[0]
+                    self.value_set(plan, "offset", self.drawer(base, self.seeds["inputs"], transform),
                                    original_outs_finite)
                 elif name == "seed":
                     self.seed_set(plan, base, original_outs_finite)
@@ -131,6 +128,9 @@ class ReferencePhase:
                     self.dtype_set(plan, base)
             except RefFailed as e:
                 self.child.note(f"variation {name} skipped: the reference failed on it ({_cause(e)[:200]})")
+        plan.fresh = self.fresh_drawer(base)
+        if self.child.timing_wanted():
+            self.timed_sets(plan, base)
         if self.collect:
             self.ch.send({"type": M.REF_MODELS, "tiny_overrides": self.tiny_overrides,
                           "digests": model_digests(plan.models), "eval_mode": self.eval_mode})
@@ -146,6 +146,7 @@ class ReferencePhase:
         try:
             plan = Plan(eval_mode=bool(cached.get("eval_mode")))
             base = self.load(TASK_MODULE)
+            plan.fresh = self.fresh_drawer(base)
             plan.models["base"] = self.reference_model(base)
             overrides = cached.get("tiny_overrides")
             digests = cached["digests"]
@@ -188,6 +189,11 @@ class ReferencePhase:
             state = {k: v.detach().to("cpu", copy=True) for k, v in ref.state_dict().items()}
         return ModelSpec(init, state, ref.to(self.device))
 
+    def fresh_drawer(self, module: Any) -> Callable[[int], list[Any]]:
+        """The task's inputs drawn afresh under any seed (the timing's unseen values)."""
+        get_inputs, device = module.get_inputs, self.device
+        return lambda seed: drawer(get_inputs, seed, device)()
+
     def drawer(self, module: Any, seed: int, transform: Callable[[list[Any]], list[Any]] | None = None
                ) -> Callable[[], list[Any]]:
         get_inputs = module.get_inputs
@@ -220,6 +226,9 @@ class ReferencePhase:
         with recorder:  # the reference's GEMM and convolution calls: a fusion candidate may make no more
             outs = self.run_ref(plan.models[s.model_key].ref, inputs)
         s.heavy_ops = reference_counts(recorder.ops)
+        # and on the same operand dtypes: the reference's, or the set's own inputs' (a half set asks for half)
+        own = sorted({dtype_name(x.dtype) for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()})
+        s.heavy_dtypes = {fam: sorted(set(dtypes) | set(own)) for fam, dtypes in operand_dtypes(recorder.heavy).items()}
         finite = self.finite(outs)
         self.child.mark(f"ran:{s.name}")
         wrong_dtype = alt_dtype is not None and not all(
@@ -231,18 +240,37 @@ class ReferencePhase:
         # accumulate in half, so the float32-accumulated result is a second, equally valid reference
         half_outs = any(isinstance(o, torch.Tensor) and o.dtype in (torch.float16, torch.bfloat16) for o in outs)
         want_alt = alt_dtype is not None or half_outs
-        if want_alt or self.collect:
+        # float32 outputs of float32 GEMMs or convolutions: how far TF32 math is from them (precision.py)
+        want_tf32 = uses_float32_heavy_ops(recorder.heavy) and any(
+            isinstance(o, torch.Tensor) and o.dtype == torch.float32 for o in outs)
+        if want_alt or want_tf32 or self.collect:
             # a reference may change its inputs in place (`x.mul_(2)`): the float32 reference and the
             # inputs the worker caches for later candidates are the set's own values, drawn again,
             # never the copy the reference ran on (its outputs belong to the values before the call)
             del inputs
             inputs = s.draw(self.device)
         alt = self.float32_reference(plan.models[s.model_key].ref, inputs, outs) if want_alt else None
+        tf32 = self.tf32_reference(plan.models[s.model_key].ref, inputs, outs) if want_tf32 else None
+        if want_tf32 and self.collect:
+            del inputs
+            inputs = s.draw(self.device)  # the TF32 run may have changed them: the worker caches the set's own
         if self.device == "cuda":
             self.peak_bytes = max(self.peak_bytes, torch.cuda.max_memory_allocated())
         self.child.mark(f"alt:{s.name}")
-        self.send_ref(plan, s, inputs, outs, alt)
+        self.send_ref(plan, s, inputs, outs, alt, tf32)
         return finite
+
+    def tf32_reference(self, model: torch.nn.Module, inputs: list[Any], outs: list[Any]) -> list[Any] | None:
+        """TF32's error on this set's outputs (tf32.py): the reference once more, its heavy ops' float32
+        operands rounded to TF32, on the set's own values (drawn again after the reference's run)."""
+        try:
+            with Tf32Operands():
+                rounded = self.run_ref(model, inputs)
+        except RefFailed:
+            return None
+        error = tf32_error(outs, rounded)
+        del rounded
+        return error
 
     def tiny_set(self, plan: Plan) -> InputSet | None:
         init = plan.models["base"].init_inputs
@@ -317,35 +345,22 @@ class ReferencePhase:
     def seed_set(self, plan: Plan, base: Any, originally_finite: bool) -> None:
         """Other values from another secret seed, negated, each row (along the first dimension) at a scale
         of its own (`row_scaled`); where the reference is not finite there, negated alone, then rescaled
-        alone, then the values as drawn: whichever is kept does not depend on the secret seed's draws more
-        than it must (a kernel right only on one sign fails whenever negation is kept)."""
+        alone, then the values as drawn (variations.value_transforms): whichever is kept does not depend on
+        the secret seed's draws more than it must (a kernel right only on one sign fails whenever negation
+        is kept)."""
         other = self.seeds["other"]
-        lo, hi = ROW_LOG2
-        steps = ((True, True, f"inputs negated, rows times 2**k, k in [{lo}, {hi}]"),
-                 (True, False, "inputs negated (the reference is not finite on rows of other scales)"),
-                 (False, True, f"rows times 2**k, k in [{lo}, {hi}] (the reference is not finite on negative inputs)"),
-                 (None, None, "values as drawn (the reference is not finite on negated or rescaled inputs)"))
-        for negate, rows, said in steps:
-            transform = None if negate is None else structured(
-                lambda xs, ng=negate, rs=rows: row_scaled(xs, other, negate=ng, rows=rs))
+        for transform, said in value_transforms("seed", other):
             if self.run_set(plan, InputSet("seed", "full", "base", self.drawer(base, other, transform), None, []),
                             require_finite=originally_finite):
                 self.child.note(f"variation seed: {said}")
                 return
         self.child.note("variation seed skipped: the reference gives non-finite outputs on it")
 
-    # widest first; each is kept only where the reference stays finite on it
-    RANGES = (({"log2": 0.0, "scale_log2": WIDE_SCALE_LOG2}, f"signs, magnitudes x 2**{WIDE_SCALE_LOG2:g}"),
-              ({}, f"signs and magnitudes 2**+-{RANGE_LOG2:g}"),
-              ({"signs": False}, f"magnitudes 2**+-{RANGE_LOG2:g} only (the reference is not finite on negative "
-                                 "inputs)"))
-
     def range_set(self, plan: Plan, base: Any, originally_finite: bool) -> None:
         """Random signs and magnitudes, the widest range on which the reference stays finite; where it
         is not finite on negative values (the operation does not take them), magnitudes alone."""
-        seed = self.seeds["range"]
-        for kwargs, said in self.RANGES:
-            make = self.drawer(base, self.seeds["inputs"], structured(lambda xs, kw=kwargs: ranged(xs, seed, **kw)))
+        for transform, said in value_transforms("range", self.seeds["range"]):
+            make = self.drawer(base, self.seeds["inputs"], transform)
             if self.run_set(plan, InputSet("range", "full", "base", make, None, []), require_finite=originally_finite):
                 if said:
                     self.child.note(f"variation range: {said}")
@@ -364,6 +379,23 @@ class ReferencePhase:
         self.run_set(plan, InputSet(name, "full", "base", self.drawer(module, self.seeds["inputs"]), None, []))
         self.child.note(f"variation {name}: {const}={value}" + (
             "" if factor >= 1 else " (the task is too large to double on this machine)"))
+
+    def timed_sets(self, plan: Plan, base: Any) -> None:
+        """The timing's checked calls' inputs (timed_inputs.py): fresh draws of the task's own inputs from
+        seeds of their own, never run by the candidate before it is timed on them; as many as the budget
+        says (the last timed call and three others), each left out where the worker cannot hold its
+        reference outputs."""
+        count = self.budget.timed_checks if self.budget is not None else None
+        count = TIMED_SETS if count is None else max(0, int(count))
+        for k in range(count):
+            if not self.room_for("timed"):
+                break
+            try:
+                make = self.drawer(base, self.seeds["timed"] + 7919 * k)
+                self.run_set(plan, InputSet(f"timed:{k}", "timed", "base", make, None, []))
+            except RefFailed as e:
+                self.child.note(f"timed inputs {k} skipped: the reference failed on them ({_cause(e)[:200]})")
+                break
 
     def dtype_set(self, plan: Plan, base: Any) -> None:
         halves = HALF_DTYPES if self.device == "cuda" else CPU_HALF_DTYPES
@@ -384,6 +416,7 @@ class ReferencePhase:
                 s = InputSet(f"dtype:{dtype_name(dtype)}", "full", key,
                              self.drawer(base, self.seeds["inputs"], lambda xs, d=dtype: cast_floats(xs, d)), None, [])
                 if self.run_set(plan, s, require_finite=True, alt_dtype=dtype):
+                    plan.models[key].ref = None  # the candidate phase never runs it: its memory is the candidate's
                     return
                 self.child.note(f"variation dtype: the reference gives non-finite or non-{dtype_name(dtype)} outputs "
                                 f"in {dtype_name(dtype)}")
@@ -414,15 +447,20 @@ class ReferencePhase:
     # ---------------------------------------------------------------- to the worker
 
     # how many original-sized outputs each set adds to what the worker holds
-    SET_SIZES = {"seed": 1.0, "offset": 1.0, "dtype": 2.0}  # dtype: float16 and bfloat16 (+ float32 ones)
+    SET_SIZES = {"seed": 1.0, "offset": 1.0, "dtype": 2.0, "timed": 1.0}  # dtype: a half set and its float32 reference
 
     def room_for(self, name: str) -> bool:
         """Whether the worker can hold set `name`'s reference outputs beside those sent so far
         (Budget.reference_bytes); if not, the set is left out with a note."""
+        if self.budget is not None and name in self.budget.skip_sets:
+            self.child.note(f"variation {name} skipped: with it the task would not fit this machine's memory "
+                            f"({self.budget.note})")
+            return False
         limit = self.budget.reference_bytes if self.budget is not None else 0
         if not limit or not self.original_out_bytes:
             return True
-        size = self.budget.larger_factor if name == "larger" else self.SET_SIZES.get(name, 1.0)
+        size = (self.budget.larger_growth or self.budget.larger_factor) if name == "larger" \
+            else self.SET_SIZES.get(name, 1.0)
         need = int(size * self.original_out_bytes)
         if self.sent_bytes + need <= limit:
             return True
@@ -432,7 +470,7 @@ class ReferencePhase:
         return False
 
     def send_ref(self, plan: Plan, s: InputSet, inputs: list[Any], outs: list[Any],
-                 alt: list[Any] | None = None) -> None:
+                 alt: list[Any] | None = None, tf32: list[Any] | None = None) -> None:
         blanks = self.child.blanks([(tuple(o.shape), o.dtype) for o in [*outs, *(alt or [])] if is_plain_tensor(o)])
         try:
             metas, blobs = self.child.encode(outs, blanks)
@@ -442,7 +480,9 @@ class ReferencePhase:
             self.sent_bytes += out_bytes * (2 if alt else 1)
             header: M.RefFrame = {"type": M.REF, "name": s.name, "stage": s.stage, "outputs": metas,
                                   "inputs": describe_inputs(inputs), "magnitudes": [mean_abs(o) for o in outs],
-                                  "heavy_ops": s.heavy_ops}
+                                  "heavy_ops": s.heavy_ops, "heavy_dtypes": s.heavy_dtypes}
+            if tf32 is not None:
+                header["tf32_error"] = tf32
             if alt is not None:
                 header["alt_outputs"], alt_blobs = self.child.encode(alt, blanks)
                 blobs = blobs + alt_blobs

@@ -5,9 +5,11 @@
   launched kernel was defined: only kernels from the candidate's own file count. On the CPU it
   also hands every launch (inside `forward` or not) to `on_launch`, the compile check, before the
   interpreter runs it.
-- `OpCensus` reports the aten ops run during `forward` (a TorchDispatchMode), and with `host_read_hooks`
-  the values read into Python or brought from host data. It is paused only while the interpreter
-  copies a launch's arguments to and from the host (with torch ops of its own).
+- `OpCensus` reports the aten ops run during `forward` (a TorchDispatchMode), the operand dtypes of its
+  heavy ops (heavy_ops.operand_key), and with `host_read_hooks` the values read into Python or brought
+  from host data. It is paused only while the interpreter copies a launch's arguments to and from the
+  host (with torch ops of its own). On a GPU it also tells gpu_work.py which stream each op's work goes
+  to (stream order), and records the ops of a CUDA graph captured during forward.
 - Both report through the verifier's own audit events: the guard (guard.py) counts them, so nothing
   the candidate can reach holds a count it could reset.
 - Stale memory: an output that a kernel never wrote must not inherit correct values from memory the
@@ -33,6 +35,8 @@ from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_
 
 from . import guard
 from ..compilation.errors import BENCH_TOLERATED, CUDACompileError, interpreter_static_assert, mark_compiled
+from .gpu_work import WATCH, note_captured_op
+from .heavy_ops import operand_key
 
 
 def _audit(event: str, *args: Any) -> None:
@@ -62,6 +66,14 @@ class OpCensus(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = str(func)
         _audit(guard.EV_OP, name)
+        key = operand_key(func, args)
+        if key is not None:
+            _audit(guard.EV_HEAVY, key)
+        record = WATCH.capture()
+        if record is not None:  # a CUDA graph being captured: its replays report this op
+            note_captured_op(record, func, args)
+        elif WATCH.order is not None and WATCH.order.active:
+            _order_op(func, name, args, kwargs)
         out = func(*args, **(kwargs or {}))
         if name in _HOST_MADE_OPS and args and isinstance(args[0], torch.Tensor):
             _audit(guard.EV_HOST_MADE, int(args[0].numel()))
@@ -76,6 +88,49 @@ class OpCensus(TorchDispatchMode):
                 elif src.device.type == "cpu" and not _torch_owned(src):
                     _audit(guard.EV_HOST_MADE, int(src.numel()))
         return out
+
+
+WATCH.census_type = OpCensus  # gpu_work records a capture's ops itself only outside the census
+
+# ops that queue no GPU work (allocation, bookkeeping), besides views (every return an alias, nothing written)
+_NO_WORK = frozenset({"aten.empty.memory_format", "aten.empty_like.default", "aten.empty_strided.default",
+                      "aten.new_empty.default", "aten.new_empty_strided.default", "aten.lift_fresh.default",
+                      "aten.record_stream.default", "aten.set_.source_Storage", "aten.set_.source_Storage_storage_offset",
+                      "aten.resize_.default", "aten.is_pinned.default", "aten.sym_size.int", "aten.sym_stride.int",
+                      "aten.sym_numel.default", "aten.sym_storage_offset.default"})
+_WORKLESS: dict[Any, bool] = {}
+
+
+def _queues_no_work(func: Any, name: str) -> bool:
+    known = _WORKLESS.get(func)
+    if known is None:
+        schema = getattr(func, "_schema", None)
+        returns = list(getattr(schema, "returns", ()))
+        written = any(a.alias_info is not None and a.alias_info.is_write for a in getattr(schema, "arguments", ()))
+        known = name in _NO_WORK or (bool(returns) and all(r.alias_info is not None for r in returns)
+                                     and not written)
+        _WORKLESS[func] = known
+    return known
+
+
+def _order_op(func: Any, name: str, args: tuple, kwargs: dict | None) -> None:
+    """An op of forward on the GPU: the stream its work goes to (gpu_work.StreamOrder); a device value
+    read into the host (`item`, a blocking copy to the host) also makes the host wait for that stream."""
+    order = WATCH.order
+    first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+    if first is None or first.device.type != "cuda":
+        if name in _COPY_OPS and len(args) > 1 and isinstance(args[1], torch.Tensor) and args[1].is_cuda:
+            order.launch(f"PyTorch op {name}")
+            order.host_waits_stream(order.current())  # a device tensor copied into a host one
+        return
+    if name in _READ_OPS:
+        order.host_waits_stream(order.current())
+    elif not _queues_no_work(func, name):
+        order.launch(f"PyTorch op {name}")
+        to = (kwargs or {}).get("device")
+        if name == "aten._to_copy.default" and to is not None and str(to) == "cpu" \
+                and not (kwargs or {}).get("non_blocking"):
+            order.host_waits_stream(order.current())
 
 
 class CensusWatch(TorchFunctionMode):
@@ -267,7 +322,9 @@ class LaunchTracker:
 
         def run(fn_self, *args, **kwargs):
             if not kwargs.get("warmup"):
-                _report_launch(fn_self, candidate_file)
+                # counted now; while a CUDA graph is captured, also recorded with it (its replays report
+                # it again); else ordered as work on the current stream (gpu_work.py)
+                WATCH.kernel_launched(*_report_launch(fn_self, candidate_file))
             if tracker.on_launch is None or kwargs.get("warmup"):
                 return original(fn_self, *args, **kwargs)
             # the compile check's own work is not the candidate's compute; but converting an argument of
@@ -299,14 +356,17 @@ class LaunchTracker:
         cls.run = run
 
 
-def _report_launch(kernel: Any, candidate_file: str) -> None:
+def _report_launch(kernel: Any, candidate_file: str) -> tuple[str, str]:
+    """Report a launch to the guard; (the event, the kernel's name as reported)."""
     fn = getattr(kernel, "fn", None)
     code = getattr(fn, "__code__", None)
     name = getattr(fn, "__qualname__", None) or getattr(kernel, "__name__", "?")
     if getattr(code, "co_filename", "?") == candidate_file:
-        _audit(guard.EV_LAUNCH, str(name))
+        event, shown = guard.EV_LAUNCH, str(name)
     else:
-        _audit(guard.EV_FOREIGN, f"{getattr(fn, '__module__', '?')}.{name}")
+        event, shown = guard.EV_FOREIGN, f"{getattr(fn, '__module__', '?')}.{name}"
+    _audit(event, shown)
+    return event, shown
 
 
 def _plain_argument(x: Any) -> bool:

@@ -4,10 +4,22 @@ Measurement (inside the candidate's process, GPU only): warm both up, then for e
 the L2 cache (write a buffer larger than it), and time one call between CUDA events with a
 device-wide synchronise inside the timed region, so work a candidate pushes onto side streams is
 counted. The timer's functions (`Clock`) are captured before the candidate's module is imported,
-and outputs of timed calls are sent to the worker to be checked like any other. The start event is queued behind the flush and a short GPU spin without waiting for them, so
-the call is issued while the GPU is still busy and the host's launch jitter stays out of the time. Reference and candidate alternate trial by trial (and swap who goes first), so clock and
-thermal drift hit both alike. The statistics (`summarize`, `speedup_stats`) are pure Python: the
-worker computes them from the raw per-trial times, outside the candidate's reach.
+and outputs of timed calls are sent to the worker to be checked like any other. The start event is
+queued on the caller's stream behind the flush and a short GPU spin without waiting for them, so the
+call is issued while the GPU is still busy and the host's launch jitter stays out of the time.
+
+What the measured time covers: from the start event (on the caller's stream, after the flush and the
+spin) to the end event, recorded after a device-wide synchronise: all GPU work the call queued that is
+ordered after the caller's stream, on any stream. Work queued on a stream that does not wait for the
+caller's could run during the flush and the spin, before the start event, and leave the time: the
+stream-order check (gpu_work.py) makes any such work a verdict of its own (`cheat:unordered_stream`),
+on every timed call as on every checked one, so no timed call gets that window. Each candidate call
+gets inputs it has never seen (timed_inputs.py), drawn before its flush; the process's global state is
+read after each (process_state.py), so a switch flipped for the reference's next trial shows.
+Reference and candidate alternate trial by trial (and swap who goes first), so clock and thermal
+drift hit both alike; a precision-matched reference (TF32 allowed for its trial only: precision.py) is
+a third interleaved side where asked. The statistics (`summarize`, `speedup_stats`) are pure Python:
+the worker computes them from the raw per-trial times, outside the candidate's reach.
 """
 
 from __future__ import annotations
@@ -112,29 +124,90 @@ class Clock:
         self.stream = torch.cuda.current_stream()
         self.new_event = lambda: torch.cuda.Event(enable_timing=True)
         self.buf = l2_flush_buffer()
+        self.tf32 = Tf32Allowed()
 
     @classmethod
     def capture(cls) -> Clock:
         return cls()
 
 
+class Tf32Allowed:
+    """TF32 allowed for cuBLAS and cuDNN around one call (`run(fn)`), then every precision switch put back
+    exactly as it was (the legacy flags, `float32_matmul_precision` and each `fp32_precision`): the
+    precision-matched reference's trial. Its functions are PyTorch's C setters and getters, taken when
+    made (before the candidate's import)."""
+
+    PRECISIONS = (("generic", "all"), ("cuda", "all"), ("cuda", "matmul"), ("cuda", "conv"), ("cuda", "rnn"),
+                  ("mkldnn", "all"), ("mkldnn", "matmul"), ("mkldnn", "conv"), ("mkldnn", "rnn"))
+
+    def __init__(self) -> None:
+        import torch
+
+        c = torch._C
+        self.flags = [(c._get_float32_matmul_precision, c._set_float32_matmul_precision),
+                      (c._get_cublas_allow_tf32, c._set_cublas_allow_tf32),
+                      (c._get_cudnn_allow_tf32, c._set_cudnn_allow_tf32)]
+        get_p, set_p = getattr(c, "_get_fp32_precision_getter", None), getattr(c, "_set_fp32_precision_setter", None)
+        self.precisions = []
+        if get_p is not None and set_p is not None:
+            for backend, op in self.PRECISIONS:
+                try:
+                    get_p(backend, op)
+                except Exception:
+                    continue
+                self.precisions.append((lambda b=backend, o=op: get_p(b, o), lambda v, b=backend, o=op: set_p(b, o, v)))
+        self.allow = (c._set_cublas_allow_tf32, c._set_cudnn_allow_tf32)
+
+    def run(self, fn: Callable[[], Any]) -> Any:
+        try:
+            saved = [get() for get, _ in self.flags] + [get() for get, _ in self.precisions]
+        except RuntimeError:  # PyTorch refuses to read its switches (legacy and new ones mixed): as it is
+            return fn()
+        try:
+            for allow in self.allow:
+                allow(True)
+            return fn()
+        finally:
+            self.restore(saved)
+
+    def restore(self, saved: list[Any]) -> None:
+        # the fine-grained switches (the ground truth where PyTorch has them), then the legacy ones where
+        # they read otherwise (each setter writes the others it shadows), then the fine-grained ones again
+        n = len(self.flags)
+        for (_, put), value in zip(self.precisions, saved[n:]):
+            put(value)
+        for (get, put), value in zip(self.flags, saved[:n]):
+            try:
+                differs = get() != value
+            except RuntimeError:
+                differs = True
+            if differs:
+                put(value)
+        for (_, put), value in zip(self.precisions, saved[n:]):
+            put(value)
+
+
 def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int, trials: int,
               flush: bool = True, device: str = "cuda", head_start_cycles: int = HEAD_START_CYCLES,
               end_before_sync: bool = False, clock: Clock | None = None,
               on_output: Callable[[int, Any], None] | None = None, checked: int = 0,
-              before_cand: Callable[[int], Any] | None = None) -> dict[str, list[float]]:
+              before_cand: Callable[[int], Any] | None = None, after_cand: Callable[[int], Any] | None = None,
+              chosen: set[int] | None = None, ref_tf32_fn: Callable[[], Any] | None = None
+              ) -> dict[str, list[float]]:
     """Per-trial milliseconds of both functions, interleaved, L2 flushed before every call.
 
     With `clock` (captured before the candidate ran) every primitive is that clock's, signals are
     blocked and the garbage collector is off while it times (no code of the candidate's can run between
     trials: no handler, no callback), and each candidate output stays alive until the next trial's
     timed region has begun (a finaliser that would do work when it is freed does it inside a timed
-    region). `on_output(trial, output)` receives the candidate's output of `checked` trials chosen at
-    random after they ran, and of the last: the caller has them checked. `before_cand(trial)` runs
-    before each candidate trial's flush (the caller refills the inputs in place with other values, so
-    an answer remembered by the inputs' address is stale). `end_before_sync` records the
-    end event on the stream before the device-wide sync instead of after it: blind to work on other
-    streams, never the verifier's (benchmarks/timing_variants.py)."""
+    region). `on_output(trial, output)` receives the candidate's output of the `chosen` trials (else of
+    `checked` trials chosen at random, and of the last): the caller has them checked.
+    `before_cand(call)` runs before each candidate call's flush, warm-up calls included (numbered below
+    0): the caller gives the call its inputs there. `after_cand(call)` runs after each candidate call's
+    time was read: the caller's checks of what the call left behind (stream order, global state).
+    `ref_tf32_fn`, where given, is timed as a third side ("ref_tf32") in every trial. `end_before_sync`
+    records the end event on the stream before the device-wide sync instead of after it: blind to work
+    on other streams, never the verifier's (benchmarks/timing_variants.py)."""
     import torch
 
     c = clock
@@ -152,10 +225,11 @@ def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int
         record = lambda ev: c.record(ev, c.stream)  # noqa: E731
         event_sync, elapsed = c.event_sync, c.elapsed
         start, end = c.new_event(), c.new_event()
-    chosen: set[int] = set()
-    if on_output is not None and trials > 0:
-        rand = c.urandom if c is not None else __import__("os").urandom
-        chosen = {int.from_bytes(rand(4), "little") % trials for _ in range(max(0, checked))} | {trials - 1}
+    if chosen is None:
+        chosen = set()
+        if on_output is not None and trials > 0:
+            rand = c.urandom if c is not None else __import__("os").urandom
+            chosen = {int.from_bytes(rand(4), "little") % trials for _ in range(max(0, checked))} | {trials - 1}
     masked = c is not None and c.sigmask is not None
     old_mask = None
     gc_was = None
@@ -165,15 +239,27 @@ def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int
         if masked:
             old_mask = c.sigmask(c.block, c.all_signals)
     try:
-        for _ in range(max(0, warmup)):
+        for k in range(max(0, warmup)):
             ref_fn()
+            if ref_tf32_fn is not None:
+                ref_tf32_fn()
+            call = k - max(0, warmup)
+            if before_cand is not None:
+                before_cand(call)
             cand_fn()
+            if after_cand is not None:
+                sync()
+                after_cand(call)
         sync()
         fns = {"ref": ref_fn, "cand": cand_fn}
-        out: dict[str, list[float]] = {"ref": [], "cand": []}
+        sides = ("ref", "cand")
+        if ref_tf32_fn is not None:
+            fns["ref_tf32"] = ref_tf32_fn
+            sides = ("ref", "ref_tf32", "cand")
+        out: dict[str, list[float]] = {side: [] for side in sides}
         held = None  # the candidate's last output, freed inside the next timed region
         for i in range(trials):
-            for which in (("ref", "cand") if i % 2 == 0 else ("cand", "ref")):
+            for which in (sides if i % 2 == 0 else sides[::-1]):
                 if which == "cand" and before_cand is not None:
                     before_cand(i)
                 if buf is not None:
@@ -195,6 +281,8 @@ def time_pair(ref_fn: Callable[[], Any], cand_fn: Callable[[], Any], warmup: int
                 out[which].append(elapsed(start, end))
                 if which == "cand":
                     held = result
+                    if after_cand is not None:
+                        after_cand(i)
                     if i in chosen and on_output is not None:
                         on_output(i, result)
                 del result

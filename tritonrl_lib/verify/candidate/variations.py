@@ -2,7 +2,9 @@
 
 Sizes come from the task's module-level constants in every form KernelBench writes them
 (`batch_size = 16`, `height = width = 256`, `N = 2048 * 2`, the numbers of `input_shape = (32768,)`:
-tasks/kb_format.py). A constant can be resized if `get_inputs()` or `get_init_inputs()` reads it,
+tasks/kb_format.py). No resize goes below what a kernel for the published task may require: nothing
+shrinks below 16 (tl.dot's smallest dimension), and every size keeps its divisibility by the powers of
+two up to 16 (`shrunk`, `resized`); a size of 9 to 16 that cannot shrink is doubled in the tiny set. A constant can be resized if `get_inputs()` or `get_init_inputs()` reads it,
 directly or through other module-level names (`dim = base * 3` makes `base` a size), and the
 reference `Model` itself does not (a reference that reads a constant in `forward` would change
 behaviour behind the candidate's back). The larger-shape variation touches only constants that
@@ -25,14 +27,22 @@ import re
 import sys
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Callable
 
 from ...tasks.kb_format import module_constants, parse_kb_source, rewrite_constants
 
 _BATCH = re.compile(r"^(b|bs|batch|batch_?size|n_?batch(es)?|num_?batch(es)?|batches)$", re.I)
-TINY_BATCH = 2
-TINY_MIN_SIZE = 8  # constants at or below this (kernel sizes, strides, reduction axes) stay as they are
-TINY_DIVISOR = 8
+# No resize takes a size below what a kernel for the published task may require: a dimension never shrinks
+# below TINY_MIN_SIZE (tl.dot's smallest operand dimension: a flash-attention kernel whose head dimension
+# is a block shape fails to compile at 8), and a size keeps its divisibility by every power of two up to
+# POW2_KEPT (a kernel without a mask for a dimension the task publishes as a multiple of 16 stays right).
+# Constants at or below TINY_KEEP (kernel sizes, strides, reduction axes) stay as they are; a size the
+# tiny set cannot shrink (above TINY_KEEP, at most TINY_MIN_SIZE: `height = width = 16`) is doubled there
+# instead, so no published size goes unvaried (a kernel hard-coding a width of 16 is still caught)
+TINY_MIN_SIZE = 16
+TINY_KEEP = 8
+TINY_DIVISOR = 8  # other sizes shrink 8 times; batch-like ones as far as the rules let them (to 16)
+POW2_KEPT = 16
 LARGER_FACTOR = 2
 VARIATION_ORDER = ("original", "range", "seed", "larger", "dtype", "offset")
 RANGE_LOG2 = 3.0  # the range set's magnitudes: 2**u for u uniform in [-RANGE_LOG2, RANGE_LOG2]
@@ -136,18 +146,47 @@ def _names_read_by_classes(source: str) -> set[str]:
     return out
 
 
+def pow2_kept(v: int) -> int:
+    """The power of two (at most POW2_KEPT) a size is divisible by, which every resize of it keeps."""
+    return min(POW2_KEPT, v & -v) if v > 0 else 1
+
+
+def resized(v: int, target: float) -> int:
+    """Size `v` moved to about `target`: a multiple of pow2_kept(v), never below TINY_MIN_SIZE where `v` is
+    at least that (nor below its own power of two)."""
+    p = pow2_kept(v)
+    new = max(p, int(round(target / p)) * p)
+    if v >= TINY_MIN_SIZE:
+        new = max(new, TINY_MIN_SIZE)  # TINY_MIN_SIZE is a multiple of every p: divisibility stays
+    return new
+
+
+def shrunk(name: str, v: int) -> int | None:
+    """A size constant's tiny value (see TINY_MIN_SIZE and TINY_KEEP), None where it stays as it is."""
+    if v <= TINY_KEEP:
+        return None
+    if v <= TINY_MIN_SIZE:
+        return None if is_batch_like(name) else 2 * v  # cannot shrink: varied the other way (the batch: larger)
+    p = pow2_kept(v)
+    target = TINY_MIN_SIZE if is_batch_like(name) else v // TINY_DIVISOR
+    new = max(TINY_MIN_SIZE, target // p * p)
+    return new if new < v else None
+
+
 def tiny_plans(source: str) -> list[tuple[str, dict[str, int]]]:
     """Ways to shrink the task, most aggressive first: every size constant, then batch-like ones
-    only. Empty when nothing can shrink (the caller then runs the original sizes)."""
+    only (each as `shrunk` says: a size that cannot shrink is doubled). Empty when nothing changes (the
+    caller then runs the original sizes)."""
     consts = size_constants(source)
     every: dict[str, int] = {}
     batch: dict[str, int] = {}
     for name, v in consts.values.items():
+        new = shrunk(name, v)
+        if new is None:
+            continue
+        every[name] = new
         if is_batch_like(name):
-            if v > TINY_BATCH:
-                every[name] = batch[name] = TINY_BATCH
-        elif v > TINY_MIN_SIZE:
-            every[name] = max(TINY_MIN_SIZE, v // TINY_DIVISOR)
+            batch[name] = new
     plans = []
     if every:
         plans.append(("shrunk " + ", ".join(f"{k}={v}" for k, v in every.items()), every))
@@ -166,8 +205,8 @@ def larger_plan(source: str, factor: float = LARGER_FACTOR) -> tuple[str, int] |
         return None
     name = names[0]
     old = consts.values[name]
-    new = max(1, int(round(old * factor)))
-    return name, new if new != old else old + 1
+    new = resized(old, old * factor)
+    return name, new if new != old else old + pow2_kept(old)
 
 
 def load_task_module(source: str, workdir: str, name: str, overrides: dict[str, int] | None = None) -> ModuleType:
@@ -303,6 +342,38 @@ def keep_structure(drawn: list[Any], changed: list[Any]) -> list[Any]:
             y = (y + y.mT) / 2
         out[i] = y
     return out
+
+
+def structured(transform: Callable[[list[Any]], list[Any]]) -> Callable[[list[Any]], list[Any]]:
+    """A value set's transform that keeps the exact structure of the drawn inputs (`keep_structure`)."""
+    return lambda xs: keep_structure(xs, transform(xs))
+
+
+# the range set's forms, widest first: each is kept only where the reference stays finite on it
+RANGES = (({"log2": 0.0, "scale_log2": WIDE_SCALE_LOG2}, f"signs, magnitudes x 2**{WIDE_SCALE_LOG2:g}"),
+          ({}, f"signs and magnitudes 2**+-{RANGE_LOG2:g}"),
+          ({"signs": False}, f"magnitudes 2**+-{RANGE_LOG2:g} only (the reference is not finite on negative inputs)"))
+# the seed set's forms: (negate, rows scaled, what the verdict's note says); None: the values as drawn
+SEED_STEPS = ((True, True, f"inputs negated, rows times 2**k, k in [{ROW_LOG2[0]}, {ROW_LOG2[1]}]"),
+              (True, False, "inputs negated (the reference is not finite on rows of other scales)"),
+              (False, True, f"rows times 2**k, k in [{ROW_LOG2[0]}, {ROW_LOG2[1]}] (the reference is not finite on "
+                            "negative inputs)"),
+              (None, None, "values as drawn (the reference is not finite on negated or rescaled inputs)"))
+
+
+def value_transforms(name: str, seed: int) -> list[tuple[Callable[[list[Any]], list[Any]] | None, str]]:
+    """Every transform the reference phase may draw value set `name` with ("range", "seed", "offset"), in
+    the order it tries them, each with what the verdict's note says of it (None: the values as drawn).
+    `seed`: the set's transform seed (the range set's signs and magnitudes, the seed set's rows)."""
+    if name == "range":
+        return [(structured(lambda xs, kw=kw: ranged(xs, seed, **kw)), said) for kw, said in RANGES]
+    if name == "seed":
+        return [(None if negate is None else structured(lambda xs, ng=negate, rs=rows: row_scaled(xs, seed, negate=ng,
+                                                                                                    rows=rs)), said)
+                for negate, rows, said in SEED_STEPS]
+    if name == "offset":
+        return [(structured(offset), "")]
+    return [(None, "")]
 
 
 def offset(values: list[Any], by: float = OFFSET) -> list[Any]:

@@ -24,6 +24,9 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..candidate.timing import MIN_FLUSH_BYTES
+from ..candidate.variations import VARIATION_ORDER
+
 if TYPE_CHECKING:
     from .footprint import Footprint
     from ..settings import JobSettings
@@ -43,6 +46,12 @@ WALL_FACTOR = 4.0  # the wall-clock backstop: this many times the candidate's CP
 RECORD_SHARE_OF_CACHE = 0.25  # the largest reference record a worker's cache takes, of its size
 LARGER_FACTORS = (2.0, 1.5)  # the other-size set's batch, largest that fits; else a smaller size:
 SMALLER_FACTORS = (0.75, 0.5)
+# the caching allocator's blocks are not packed: a tenth more than the tensors held, and at least one block
+# of the task's largest tensor's size (a small tensor carved out of a freed large block pins all of it)
+FRAGMENTATION = 0.1
+REUSE_MAX_BYTES = 1 << 30  # input sets this small go into the previous set's tensors (same addresses)
+TIMED_CHECKS = 3  # timed trials whose output is checked, besides the last, at random (candidate_phase.py)
+TIMED_KEEP_BYTES = 2 << 30  # kept outputs of timed trials on the device: past this, only the last is checked
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,10 @@ class Budget:
     reference_bytes: int = 0  # host memory the worker may fill with reference outputs (0: no limit)
     too_large: str = ""  # not "" when the task cannot run on this machine at all: why, with the sizes
     note: str = ""
+    skip_sets: tuple[str, ...] = ()  # input sets left out up front: with them the task would not fit
+    timed_checks: int = TIMED_CHECKS + 1  # the timed calls whose outputs are checked (fresh sets of their own)
+    need_bytes: int = 0  # the device memory the job's peak needs (memory_need), for people
+    larger_growth: float = 0.0  # how much larger the other-size set's tensors are (0: larger_factor)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -68,13 +81,23 @@ class Budget:
     def from_json(cls, data: dict[str, Any] | None) -> Budget | None:
         if not data:
             return None
-        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+        values = {f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data}
+        if "skip_sets" in values:
+            values["skip_sets"] = tuple(str(x) for x in values["skip_sets"] or ())
+        return cls(**values)
 
     @classmethod
     def for_task(cls, fp: Footprint | None, settings: JobSettings, device: str, gpu_bytes: int | None,
                  host_bytes: int | None, sharers: int) -> Budget:
         """The budget of a task of footprint `fp` (None: unknown; the configured limits then) on a
-        device of `gpu_bytes` memory shared by `sharers` workers, on a host of `host_bytes`."""
+        device of `gpu_bytes` memory shared by `sharers` workers, on a host of `host_bytes`.
+
+        The device memory a job needs is `memory_need`'s: the peak over the reference phase, every input
+        set of the candidate phase and the timing, with what each set's draw really holds. It runs in its
+        share of the GPU where it fits, alone on the GPU where only that fits, and with optional sets made
+        smaller or left out (the larger set, the timed checks, the dtype, offset and seed sets, in that
+        order, each said in a note) where not even that does; `too_large` where the original set alone
+        does not fit."""
         mem_mb = int(settings.memory_limit_mb)
         base_fraction = GPU_MEMORY_FRACTION / max(1, sharers) if device == "cuda" else 0.0
         if fp is None:
@@ -82,57 +105,174 @@ class Budget:
                        float(settings.timeout_s), True, note="the task's footprint is unknown: configured limits")
         peak = fp.peak_bytes
         host = host_bytes or (64 * GIB)
+        wanted = VARIATION_ORDER[: max(1, int(settings.num_variations))]
+        timing = bool(settings.timing_enabled) and device == "cuda"
         if device == "cuda":
             total = gpu_bytes or (80 * GIB)
             share = GPU_MEMORY_FRACTION * total / max(1, sharers)
             alone = GPU_MEMORY_FRACTION * total
-            # an input set is drawn beside the last one's inputs while it is made (range, offset, dtype)
-            # and timing holds the reference's and the candidate's inputs, a refill copy and outputs at once
-            timing = 3 * fp.input_bytes + 3 * fp.output_bytes + fp.param_bytes + fp.work_bytes
-            need = max(HEADROOM * peak + fp.input_bytes, timing) + CONTEXT_BYTES
-            exclusive = sharers > 1 and need > share
-            room = alone if exclusive else share
             if 1.1 * peak + CONTEXT_BYTES > alone:
                 return cls._too_large(fp, settings, f"its original input set needs about {_gib(peak)} of GPU "
                                       f"memory ({_sizes(fp)}); this GPU has {_gib(total)}, of which a "
                                       f"candidate may use {_gib(alone)}")
+            plan = _fit(fp, wanted, timing, share - CONTEXT_BYTES, alone - CONTEXT_BYTES, sharers, cuda=True)
+            if plan is None:
+                need = memory_need(fp, _minimal(wanted), 0.5, 1, timing, cuda=True) + CONTEXT_BYTES
+                return cls._too_large(fp, settings, f"even with its optional input sets left out it needs about "
+                                      f"{_gib(need)} of GPU memory ({_sizes(fp)}); this GPU has {_gib(total)}, "
+                                      f"of which a candidate may use {_gib(alone)}")
+            exclusive, factor, skip, checks, need = plan
+            room = alone if exclusive else share
             fraction = room / total
         else:
             room = 0.5 * host
-            exclusive = sharers > 1 and 3 * peak > host / (4 * max(1, sharers))
             if 2 * peak + HOST_BASE_BYTES > room:
                 return cls._too_large(fp, settings, f"its original input set needs about {_gib(peak)} of memory "
                                       f"({_sizes(fp)}); this machine has {_gib(host)}")
+            per_worker = host / (4 * max(1, sharers))
+            plan = _fit(fp, wanted, False, per_worker, room - HOST_BASE_BYTES, sharers, cuda=False)
+            if plan is None:
+                return cls._too_large(fp, settings, f"its input sets need more memory than this machine's "
+                                      f"{_gib(host)} ({_sizes(fp)})")
+            exclusive, factor, skip, checks, need = plan
             fraction = 0.0
-        usable = room - CONTEXT_BYTES if device == "cuda" else room - HOST_BASE_BYTES
-        factor = next((f for f in LARGER_FACTORS if HEADROOM * peak * f <= usable),
-                      next((f for f in SMALLER_FACTORS if HEADROOM * peak * f <= usable), 0.5))
-        biggest_out = fp.output_bytes * max(1.0, factor)
+        biggest_out = fp.output_bytes * fp.grown(factor)
         # on a GPU the host holds outputs on their way to the worker, and both models' weights, which
         # a task's __init__ makes on the host before they move (a 4 GiB nn.Linear, twice)
-        data = 2.5 * biggest_out + 2 * fp.param_bytes if device == "cuda" else 3 * peak * max(1.0, factor)
+        data = 2.5 * biggest_out + 2 * fp.param_bytes if device == "cuda" else \
+            max(3 * peak * fp.grown(factor), need)
         # the configured limit holds a task's small data; a task whose data is large gets room for it
         memory_mb = mem_mb if data <= SMALL_DATA_BYTES else max(mem_mb, int(HOST_BASE_BYTES + data) >> 20)
-        # every input set's inputs and outputs once through the reference phase: six full-size sets at most
-        moved = (fp.input_bytes + fp.output_bytes) * (5 + max(1.0, factor))
+        # every input set's inputs and outputs once through the reference phase (and the timed checks')
+        moved = (fp.input_bytes + fp.output_bytes) * (5 + fp.grown(factor) + checks)
         # the worker holds every set's reference outputs (host memory files) while the candidate runs:
         # past what the host can give this job, later input sets are left out (never the original and
         # range), with a note, rather than the machine killing the worker
         host_room = HOST_REFERENCE_SHARE * host / (1 if exclusive else max(1, sharers))
         ref_bytes = max(int(host_room - 2 * biggest_out), 2 * fp.output_bytes)
+        notes = [] if fp.complete else [fp.note]
+        if skip or factor < min(LARGER_FACTORS):
+            left = ", ".join(skip) if skip else ""
+            notes.append(f"the task's input sets would not fit {'this GPU' if device == 'cuda' else 'this host'} "
+                         f"all at once ({_gib(need)} needed with {left or 'nothing'} left out): "
+                         + (f"{left} left out, " if left else "") + f"other size x{factor:g}, "
+                         f"{checks} timed call(s) checked")
         return cls(fraction, exclusive, memory_mb,
                    reference_bytes=ref_bytes,
                    file_size_bytes=max(FILE_SIZE_LIMIT, int(2 * biggest_out) + (64 << 20)),
-                   transfer_bytes=max(GIB, 4 * (memory_mb << 20), int(3 * fp.output_bytes * (6 + factor))),
+                   transfer_bytes=max(GIB, 4 * (memory_mb << 20),
+                                      int(3 * fp.output_bytes * (6 + fp.grown(factor) + checks))),
                    larger_factor=factor,
                    reference_s=float(settings.timeout_s) + REFERENCE_S_PER_GIB * moved / GIB,
                    cacheable_inputs=cacheable(moved, settings),
-                   note="" if fp.complete else fp.note)
+                   note="; ".join(notes), skip_sets=tuple(skip), timed_checks=checks, need_bytes=int(need),
+                   larger_growth=fp.grown(factor))
 
     @classmethod
     def _too_large(cls, fp: Footprint, settings: JobSettings, why: str) -> Budget:
         return cls(0.0, True, int(settings.memory_limit_mb), FILE_SIZE_LIMIT, GIB, 1.0, float(settings.timeout_s),
                    False, too_large=f"the task does not fit this machine: {why}")
+
+
+# optional input sets, left out in this order where the task would not fit the device with them
+DROPPABLE = ("dtype", "offset", "seed")
+
+
+def _minimal(wanted: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(n for n in wanted if n not in DROPPABLE and n != "larger")
+
+
+def _fit(fp: Footprint, wanted: tuple[str, ...], timing: bool, share: float, alone: float, sharers: int,
+         cuda: bool) -> tuple[bool, float, list[str], int, int] | None:
+    """(exclusive, larger factor, sets left out, timed checks, bytes needed): every set at the largest other
+    size in the worker's share, else alone; then smaller other sizes, fewer timed checks and optional sets
+    left out until it fits alone. None when not even the original and range sets fit."""
+    checks_full = TIMED_CHECKS + 1 if timing and fp.output_bytes * (TIMED_CHECKS + 1) <= TIMED_KEEP_BYTES else \
+        (1 if timing else 0)
+    factors = (*LARGER_FACTORS, *SMALLER_FACTORS)
+    tries: list[tuple[float, list[str], int]] = [(f, [], checks_full) for f in factors]
+    dropped: list[str] = []
+    for name in ("larger", *DROPPABLE):
+        if name in wanted:
+            dropped = [*dropped, name]
+            tries.append((min(SMALLER_FACTORS), list(dropped), 1 if timing else 0))
+    for exclusive_ok in (False, True):
+        room = alone if exclusive_ok else share
+        for factor, skip, checks in tries:
+            if skip and not exclusive_ok:
+                continue  # in a share every set runs (the other size smaller if need be); else alone
+            sets = tuple(n for n in wanted if n not in skip)
+            need = memory_need(fp, sets, factor, checks, timing, cuda)
+            if need <= room:
+                return exclusive_ok and sharers > 1, factor, skip, checks, need
+    return None
+
+
+def memory_need(fp: Footprint, sets: tuple[str, ...], factor: float, checks: int, timing: bool,
+                cuda: bool = True) -> int:
+    """The device memory (the host's on the CPU) a job of this task holds at its peak, over the reference
+    phase, the candidate phase's input sets and the timing, each counted with what it really holds at
+    once (CUDA's context not included):
+
+    - the models: the reference (P) and, after the dtype set, its half-precision copy (kept, the candidate
+      phase does not need it: dropped there); while that set's float32 reference runs, a float32 copy of
+      the half model too; the candidate's models built from them, with HEADROOM for what a solution keeps
+      beside its weights (a transposed copy);
+    - a set's draw (Footprint.draw_peak: get_inputs and the set's transform, its copies and temporaries);
+    - the reference phase: the inputs, the reference's outputs and intermediates, and for a half set its
+      inputs drawn again, widened to float32, with the float32 reference's outputs (for a task of float32
+      GEMMs or convolutions, its TF32 run's outputs beside its own: tf32.py); at its start the
+      original set drawn twice at once (the repeatability check) and two runs' outputs kept;
+    - the candidate phase: the last set's inputs where they are refilled in place (small sets only), the
+      inputs, the candidate's outputs and intermediates with HEADROOM, then the inputs drawn again beside
+      the ones it was given (the inputs-unchanged check);
+    - the timing: the reference's inputs, the candidate's output held over to the next call, the kept
+      copies of checked calls' outputs, the L2 flush buffer, and the largest of one call's own: the
+      reference's output and intermediates, the candidate's fresh inputs with its output and
+      intermediates, a fresh draw (the last call's inputs are dropped right after it)."""
+    I, O, W, P = fp.input_bytes, fp.output_bytes, fp.work_bytes, fp.param_bytes
+    H = fp.half_params
+    with_dtype = "dtype" in sets
+    held = I if I <= REUSE_MAX_BYTES else 0
+    models_ref = P + (H if with_dtype else 0)
+    tiny_models = P / 8  # shrunk constructor sizes: every shrunk dimension at least 8 times smaller
+    models_cand = HEADROOM * (P + (H if with_dtype else 0)) + 2 * tiny_models
+    scale = {"larger": fp.grown(factor), "dtype": 0.5}
+
+    def sized(name: str) -> float:
+        return scale.get(name, 1.0)
+
+    names = ("tiny", *sets, *(f"timed:{k}" for k in range(checks)))
+    peaks = [
+        # the reference phase's start: the original drawn twice, two runs' outputs kept
+        P + 2 * fp.drawn,
+        P + I + 2 * O + W,
+        # the dtype set's model made (a float32 copy cast down) and its float32 reference (a float32 copy)
+        2 * P + H if with_dtype else 0,
+    ]
+    for name in names:
+        k = sized(name)
+        draw = fp.draw_peak(name, factor)
+        ref_run = k * (I + O + W)
+        if fp.heavy_float32 and name != "dtype":
+            ref_run += k * O  # TF32's error: the reference's outputs with TF32 operands beside its own
+        if name == "dtype":
+            # the half outputs kept, the inputs drawn again and widened, the float32 model and its outputs
+            ref_run = 0.5 * O + max(draw, I / 2 + fp.floats + P + 1.5 * O + W) + H
+        peaks.append(models_ref + max(draw, ref_run))
+        if not name.startswith("timed"):
+            own = k * I + HEADROOM * k * (O + W)
+            peaks.append(P + models_cand + held + max(draw, own, k * I + draw))
+    if timing:
+        # copies of checked calls' outputs (the last one is kept as it is: the output held over)
+        kept = max(0, checks - 1) * O
+        # the reference's inputs, the candidate's output held over to the next call, and then one of: the
+        # reference's call (its output, intermediates), the candidate's (its fresh inputs, output and
+        # intermediates; the held one freed), the next fresh draw (the last call's inputs dropped first)
+        calls = max(O + W, I + HEADROOM * W, fp.drawn)
+        peaks.append(P + models_cand + I + O + calls + kept + MIN_FLUSH_BYTES)
+    largest = fp.largest_block * (fp.grown(factor) if "larger" in sets else 1.0)
+    return int(max(peaks) + max(FRAGMENTATION * max(peaks), largest))
 
 
 def reference_cache_bytes(max_mb: int) -> int:

@@ -22,7 +22,7 @@ class _JobFields(TypedDict):
     task_source: str  # the task module's text (the child drops it before the candidate's import)
     level: int
     code: str  # the candidate's module, extracted and statically checked by the pool
-    seeds: dict[str, int]  # the pool's secret input seeds ("inputs", "other", "range"), never published
+    seeds: dict[str, int]  # the pool's secret input seeds ("inputs", "other", "range", "timed"), never published
     policy: str  # policy.resolve_policy's name
     extra_ops: list[str]  # fusion's extra heavy ops
     settings: dict[str, Any]  # JobSettings.to_json()
@@ -127,7 +127,7 @@ CAND = "cand"  # CandFrame + output blobs: the candidate's outputs and measured 
 CAND_SKIP = "cand_skip"  # name, error, GuardFacts: forward raised on a half-precision set (allowed)
 GATE = "gate"  # stage ("tiny"/"full"): may it go on? the worker answers protocol.GO or anything else
 ERROR = "error"  # ErrorFrame: the candidate failed (or the harness: reason internal_error)
-TIMED = "timed"  # trial, set ("original"/"seed"), outputs + blobs: a timed call's outputs, held to the reference's
+TIMED = "timed"  # trial, set ("timed:<k>"/"original"), outputs + blobs: a timed call's outputs, held to that set's reference
 TIMING = "timing"  # TimingFrame: the timings of reference and candidate, after TIMED
 DONE = "done"  # nothing: all said; the worker ends the process at once
 
@@ -144,12 +144,14 @@ class GuardFacts(TypedDict, total=False):
 class RefFrame(TypedDict, total=False):
     type: str  # REF
     name: str  # the input set: "original", "tiny", "dtype:float16", ...
-    stage: str  # "tiny" or "full"
+    stage: str  # "tiny", "full" or "timed" (a timed call's checked inputs: timed_inputs.py)
     outputs: list[dict[str, Any]]  # encoding.encode_outputs' descriptions, one blob each
     inputs: str  # the inputs described, for people
     magnitudes: list[float]  # mean |output| per output (standard.py grows atol with it)
     heavy_ops: Any  # heavy_ops.reference_counts on this set
+    heavy_dtypes: dict[str, list[str]]  # heavy_ops.operand_dtypes: the reference's heavy calls' operand dtypes
     alt_outputs: list[dict[str, Any]]  # the float32-accumulated reference of a half set, its blobs after
+    tf32_error: list[Any]  # per output, [largest, norm] of TF32's own error on this set (tf32.py), or None
 
 
 class CandFrame(GuardFacts, total=False):
@@ -165,6 +167,8 @@ class CandFrame(GuardFacts, total=False):
     census_intact: bool
     foreign_memory: list[int]  # outputs over memory torch did not allocate
     inputs_unchanged: bool
+    heavy: dict[str, int]  # heavy calls by operand dtypes (heavy_ops.operand_key: "gemm:float32")
+    unordered: list[str]  # GPU work not ordered with the caller's stream (gpu_work.py), described
 
 
 class ErrorFrame(GuardFacts, total=False):
@@ -178,7 +182,9 @@ class ErrorFrame(GuardFacts, total=False):
 class TimingFrame(GuardFacts, total=False):
     type: str  # TIMING
     ref_ms: list[float]
+    ref_tf32_ms: list[float]  # the reference with TF32 allowed (a solution computing in TF32: precision.py)
     cand_ms: list[float]
+    unordered: list[str]  # timed calls' GPU work not ordered with the timer's stream
     device_name: str
     tampered: list[str]  # what changed while timing
     gpu_wait_s: float  # how long it waited for the GPU to itself

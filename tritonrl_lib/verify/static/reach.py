@@ -244,6 +244,8 @@ class Reach:
         if isinstance(func, ast.Name) and func.id in an.kernels:
             self._launch(func.id)
             return
+        if isinstance(func, ast.Attribute) and func.attr == "run" and self.run_launch(func.value, attrs):
+            return  # `kernel.run(*args, grid=..., warmup=False)`: Triton's own launch API
         if isinstance(func, ast.Name) and func.id in an.global_holders:
             self.call_attr(label, node, func.id, an.global_holders)
             return
@@ -272,6 +274,24 @@ class Reach:
             return
         if isinstance(func, ast.Attribute):
             self.judge_method(label, node, func)
+
+    def run_launch(self, target: ast.AST, attrs: dict) -> bool:
+        """Whether `target.run(...)` launches a kernel of the module (by its name, a module-level holder of
+        it, `self.<kernel>` or `<module>.<kernel>`); the launch is recorded."""
+        an = self.an
+        if isinstance(target, ast.Name) and target.id in an.kernels:
+            self._launch(target.id)
+        elif isinstance(target, ast.Name) and target.id in an.global_kernel_holders:
+            for name in sorted(an.global_kernel_holders[target.id]):
+                self._launch(name)
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                and target.value.id == "self" and target.attr in attrs and attrs[target.attr].kind == "kernel":
+            self._launch(attrs[target.attr].names[0])
+        elif isinstance(target, ast.Attribute) and target.attr in an.kernels:
+            self._launch(target.attr)
+        else:
+            return False
+        return True
 
     def judge_qualified(self, label: str, node: ast.Call, q: str) -> None:
         an, policy, extra = self.an, self.an.policy, self.an.extra

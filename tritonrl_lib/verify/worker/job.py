@@ -9,6 +9,7 @@ builder of Triton's C modules (native_builds.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -23,7 +24,8 @@ from ..compilation.native_builds import NativeBuilder
 from ..reward import compute_reward
 from ..sandbox import messages as M
 from ..sandbox.footprint import Footprint, probe
-from ..sandbox.limits import Budget, Limits, gpu_sharers, host_memory_bytes, reference_cache_bytes
+from ..sandbox.limits import (GPU_MEMORY_FRACTION, Budget, Limits, gpu_sharers, host_memory_bytes,
+                              reference_cache_bytes)
 from ..sandbox.run import run_sandboxed
 from ..sandbox.spares import SPARES, prestart_wanted, spares_wanted
 from ..verdict import Verdict
@@ -150,12 +152,35 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
                        error="the pool did not give this task's GPU to it alone").to_dict()
     job = {**job, "budget": budget.to_json()}
     verdict = _run_once(job, base_dir, conn, queued, judge, limits, budget)
+    if ran_out_of_memory(verdict) and job["device"] == "cuda" and not budget.exclusive and gpu_sharers() > 1 \
+            and conn is not None:
+        # the budget's model of the task fell short of what this run held: never a verdict of the share's
+        # size, the job runs again with the GPU to itself
+        alone = dataclasses.replace(budget, exclusive=True, gpu_fraction=GPU_MEMORY_FRACTION)
+        if ask_exclusive(conn):
+            job = {**job, "budget": alone.to_json()}
+            first = verdict.get("reason")
+            verdict = _run_once(job, base_dir, conn, queued, Judge(job, _builder(base_dir)), limits, alone)
+            verdict.setdefault("notes", []).append(
+                f"ran again with the GPU to itself: the first run ran out of GPU memory in this worker's share "
+                f"({budget.gpu_fraction:.0%} of the GPU; it ended {first})")
+            budget = alone
     review = float(s.speedup_review)
     if verdict.get("correct") and isinstance(verdict.get("speedup"), (int, float)) and verdict["speedup"] > review:
         verdict = _remeasured(verdict, job, base_dir, conn, queued, limits, budget, review)
     if budget.note:
         verdict.setdefault("notes", []).append(f"budgets: {budget.note}")
     return verdict
+
+
+def ran_out_of_memory(verdict: dict[str, Any]) -> bool:
+    """Whether a run met the end of its GPU memory anywhere (the candidate's call, the verifier's draws,
+    the reference, the timing), which a run with more memory might not."""
+    reason = str(verdict.get("reason") or "")
+    if reason in (R.OUT_OF_MEMORY, R.timing_failed(R.OUT_OF_MEMORY)):
+        return True
+    said = " ".join([str(verdict.get("error") or ""), *map(str, verdict.get("notes") or [])]).lower()
+    return "out of memory" in said
 
 
 def _remeasured(first: dict[str, Any], job: M.Job, base_dir: str, conn: Any, queued: int | None,

@@ -21,24 +21,21 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import reasons as R
-from ..candidate.heavy_ops import FAMILIES
-from ..candidate.heavy_ops import excess as excess_heavy_ops
 from ..candidate.timing import speedup_stats
-from ..policy import runtime_op_allowed
+from ..precision import TF32, candidate_precision, float32_heavy
 from ..reward import compute_reward
 from ..sandbox import messages as M
 from ..sandbox.run import JUDGED
 from ..settings import JobSettings
 from ..verdict import Verdict, stage_index
 from .compare import BadOutput, decode, same_bytes
+from .facts import call_findings, guard_findings
 from .standard import OutputStandard
 
 if TYPE_CHECKING:
     from ..compilation.native_builds import NativeBuilder
     from ..sandbox.run import SandboxOutcome
 
-MAX_FLAGS_LISTED = 8
-HOST_ELEMENTS = 64  # tensor values forward may read into Python, or build from Python data, per call
 MAX_MARKS = 100  # trace points kept per candidate (TRITONRL_TRACE)
 
 
@@ -52,6 +49,9 @@ class Judge:
         self.build_requests = 0
         self.settings = JobSettings.from_json(job["settings"])
         self.policy = job["policy"]
+        # "tf32": the solution's tl.dot may run in TF32 (precision.py); it counts once the reference is
+        # known to run float32 GEMMs or convolutions (`precision`)
+        self.dot_precision = candidate_precision(str(job.get("code") or ""))
         self.extra_ops = tuple(job.get("extra_ops") or ())
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
@@ -220,7 +220,8 @@ class Judge:
             return self._fail(R.PROTOCOL_ERROR, "reference outputs sent after the candidate was imported")
         name, stage = str(header.get("name")), header.get("stage")
         metas = header.get("outputs")
-        if stage not in ("tiny", "full") or not isinstance(metas, list) or name in self.refs:
+        if stage not in ("tiny", "full", "timed") or not isinstance(metas, list) or name in self.refs or \
+                (stage == "timed") != name.startswith("timed:"):
             return self._fail(R.INTERNAL_ERROR, f"malformed reference message for {name}")
         # a half-precision input set may carry a second, equally valid reference: the same model run
         # in float32 on the same rounded inputs (PyTorch's own half kernels, scans on CUDA among
@@ -241,10 +242,27 @@ class Judge:
         if not (isinstance(mags, list) and len(mags) == len(metas) and all(
                 isinstance(m, (int, float)) and not isinstance(m, bool) and 0 <= m < float("inf") for m in mags)):
             mags = None
+        tf32 = header.get("tf32_error")  # TF32's own error per output (precision.py), measured in the child
+        if not (isinstance(tf32, list) and len(tf32) == len(metas)):
+            tf32 = None
+        dtypes = header.get("heavy_dtypes")
+        if not (isinstance(dtypes, dict) and all(isinstance(v, list) and all(isinstance(d, str) for d in v)
+                                                 for v in dtypes.values())):
+            dtypes = None
         self.refs[name] = {"stage": stage, "metas": metas, "blobs": main, "magnitudes": mags,
                            "alt": blobs[len(metas):] if n_alt else None,
-                           "inputs": str(header.get("inputs", ""))[:300], "heavy_ops": header.get("heavy_ops")}
+                           "inputs": str(header.get("inputs", ""))[:300], "heavy_ops": header.get("heavy_ops"),
+                           "heavy_dtypes": dtypes, "tf32": tf32}
         return None
+
+    @property
+    def precision(self) -> str:
+        """"tf32" when the solution's tl.dot may run in TF32 and the reference runs float32 GEMMs or
+        convolutions (precision.py); "" otherwise."""
+        ref = self.refs.get("original")
+        if self.dot_precision == TF32 and ref is not None and float32_heavy(ref.get("heavy_dtypes")):
+            return TF32
+        return ""
 
     def _reference_cache_message(self, kind: str, header: dict[str, Any], blobs: list[Any]) -> str | None:
         if kind == M.REF_RESET:  # the child found the cached reference does not fit its models
@@ -285,26 +303,15 @@ class Judge:
 
     def _process_facts(self, header: dict[str, Any], where: str) -> None:
         """The guard's refusals, callables replaced and global state changed (candidate_phase.guard_facts):
-        each a cheat flag, whatever else the message says."""
-        flags = header.get("guard_flags") or []
-        details = [str(d)[:200] for d in (header.get("guard_details") or [])[:5]]
-        for flag in flags[:MAX_FLAGS_LISTED] if isinstance(flags, list) else []:
-            flag = str(flag)
-            if flag.split(":", 1)[0] in R.GUARD_FLAGS:
-                self._flag(flag, f"the candidate's process tried what only an attack needs ({flag}): "
-                           + "; ".join(details))
-        for key, flag in (("patched", R.MONKEYPATCH), ("global_state", R.GLOBAL_STATE), ("tampered", R.MONKEYPATCH)):
-            changed = header.get(key) or []
-            if isinstance(changed, list) and changed:
-                what = str(changed[0])[:80]
-                if key == "tampered" and not what.startswith("torch.") and " " in what:
-                    flag = R.GLOBAL_STATE
-                self._flag(f"{flag}:{what}", f"{', '.join(map(str, changed[:8]))[:600]} changed by the candidate "
-                           f"(seen at {where}): the verifier's timing and checks rely on them")
+        each a cheat flag, whatever else the message says (facts.guard_findings)."""
+        for flag, error in guard_findings(header, where):
+            self._flag(flag, error)
 
     def _timed(self, header: dict[str, Any], blobs: list[bytearray]) -> str | None:
         """An output of a timed call, on the original inputs: held to the original's reference."""
-        which = header.get("set") if header.get("set") in ("original", "seed") else "original"
+        which = str(header.get("set"))
+        if which not in self.refs or not (which == "original" or self.refs[which]["stage"] == "timed"):
+            which = "original"
         if self.passed != "full" or which not in self.refs:
             return self._fail(R.PROTOCOL_ERROR, "timed outputs before the full stage passed")
         ref = self.refs[which]
@@ -316,9 +323,10 @@ class Judge:
         for i, (cm, cb) in enumerate(zip(metas, blobs)):
             r = standard.held_to_reference(which, i, cm if isinstance(cm, dict) else {}, cb)
             if not r["ok"]:
-                return self._flag(R.TIMED_OUTPUT, f"the output of timed call {header.get('trial')} is wrong "
-                                  f"({r.get('detail', r.get('reason'))}) though the same inputs' output was right "
-                                  "before timing: behaviour that changes once timed")
+                return self._flag(R.TIMED_OUTPUT, f"the output of timed call {header.get('trial')} is wrong on "
+                                  f"its inputs ({which}: {r.get('detail', r.get('reason'))}), inputs drawn as the "
+                                  "task draws them and checked as the full stage's were: behaviour that changes "
+                                  "once timed, or an answer remembered from other inputs")
         self.timed_checked += 1
         return None
 
@@ -331,42 +339,15 @@ class Judge:
         entry: dict[str, Any] = {"name": name, "stage": stage, "inputs": ref["inputs"]}
         self.results[name] = entry
 
-        # facts measured during forward, judged against the policy
+        # facts measured during forward, judged against the policy (facts.py)
         launches = header.get("launches")
-        foreign = header.get("foreign") or {}
-        ops = header.get("ops") or {}
-        if not isinstance(launches, int) or not isinstance(foreign, dict) or not isinstance(ops, dict):
+        if not isinstance(launches, int) or not isinstance(header.get("foreign") or {}, dict) \
+                or not isinstance(header.get("ops") or {}, dict):
             return self._fail(R.PROTOCOL_ERROR, "malformed candidate message")
         entry["launches"] = launches
         entry["kernels"] = {str(k)[:80]: v for k, v in list((header.get("kernels") or {}).items())[:20]}
-        for kernel in list(foreign)[:MAX_FLAGS_LISTED]:
-            self._flag(f"{R.FOREIGN_KERNEL}:{str(kernel)[:80]}", f"forward launched Triton kernel {kernel}, which "
-                       "is not defined in the solution's module")
-        if launches <= 0 and not foreign:
-            self._flag(R.NO_TRITON_LAUNCH, f"forward launched no Triton kernel on the {name} inputs")
-
-        forbidden = sorted(str(op) for op in ops if not runtime_op_allowed(self.policy, str(op), self.extra_ops))
-        if self.policy == "fusion":
-            for fam, n, allowed, names in excess_heavy_ops(ops, ref.get("heavy_ops")):
-                self._flag(f"{R.PYTORCH_COMPUTE}:more_{fam}_calls", f"forward made {n} {FAMILIES[fam]} calls "
-                           f"({', '.join(names)[:200]}) on the {name} inputs where the reference makes {allowed}: "
-                           f"the fusion policy keeps the reference's own in PyTorch, not epilogue work written as more")
-        for op in forbidden[:MAX_FLAGS_LISTED]:
-            self._flag(f"{R.PYTORCH_COMPUTE}:{op[:80]}", f"forward ran PyTorch op {op} ({ops[op]}x), which the "
-                       f"{self.policy!r} policy leaves to Triton; ops seen: {', '.join(sorted(map(str, ops)))[:600]}")
-        if header.get("inputs_unchanged") is not True:
-            self._flag(R.INPUT_MUTATED, f"forward changed its inputs in place on the {name} inputs")
-        self._process_facts(header, name)
-        host_read, host_made = header.get("host_read"), header.get("host_made")
-        if isinstance(host_read, int) and host_read > HOST_ELEMENTS:
-            self._flag(R.HOST_COMPUTE, f"forward read {host_read} tensor values into Python on the {name} inputs "
-                       f"(item, tolist, numpy or a copy to the host: more than {HOST_ELEMENTS}): compute on the host")
-        if isinstance(host_made, int) and host_made > HOST_ELEMENTS:
-            self._flag(R.HOST_COMPUTE, f"forward built {host_made} tensor values from Python lists or numpy arrays "
-                       f"on the {name} inputs (more than {HOST_ELEMENTS}): compute on the host")
-        if header.get("census_intact") is False:
-            self._flag(R.CENSUS_BYPASSED, f"forward ran with the op census switched off or paused on the {name} "
-                       "inputs: its PyTorch work was hidden from the policy")
+        for flag, error in call_findings(header, name, ref, self.policy, self.extra_ops):
+            self._flag(flag, error)
 
         metas = header.get("outputs")
         if not isinstance(metas, list):
@@ -375,8 +356,11 @@ class Judge:
         if n_tensors != len(blobs):
             return self._fail(R.PROTOCOL_ERROR, "candidate outputs and data do not match")
         standard = self._standard()
+        # an output of another dtype than this set's reference is that, not a cached answer (compare.py)
+        same_dtypes = [m.get("dtype") for m in metas if isinstance(m, dict)] == \
+            [m.get("dtype") for m in ref["metas"]]
         cached_from = [other for other, seen in self.cand_outputs.items()
-                       if same_bytes(seen, blobs) and standard.references_differ(other, name)]
+                       if same_dtypes and same_bytes(seen, blobs) and standard.references_differ(other, name)]
         if cached_from and standard.right_on(name, metas, blobs):
             # right on this set by its own standard as well: one answer fits both sets' references (a
             # float32 output on half inputs that are exact in half, an offset-blind output), so not cached
@@ -447,7 +431,7 @@ class Judge:
 
     def _standard(self) -> OutputStandard:
         """What an output is held to (standard.py), over the references received so far."""
-        return OutputStandard(self.refs, self.settings)
+        return OutputStandard(self.refs, self.settings, tf32=self.precision == TF32)
 
     def _gate(self, stage: str) -> str:
         expected = [n for n, r in self.refs.items() if r["stage"] == stage]
@@ -486,14 +470,35 @@ class Judge:
         if self.passed != "full":
             return self._fail(R.PROTOCOL_ERROR, "timing before the full stage passed")
         self._process_facts(header, "timing")
+        unordered = header.get("unordered")
+        if isinstance(unordered, list) and unordered:
+            self._flag(R.UNORDERED_STREAM, "a timed call's GPU work is not ordered with the timer's stream (it "
+                       f"could run before the start event): {'; '.join(str(u)[:200] for u in unordered[:3])}")
         if self.flags:
             return "stop"
+        trim = float(self.settings.timing_trim)
         try:
-            stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []),
-                                  float(self.settings.timing_trim))
+            stats = speedup_stats(list(header.get("ref_ms") or []), list(header.get("cand_ms") or []), trim)
         except (TypeError, ValueError) as e:
             self.notes.append(f"timing failed: {e}")
             return None
+        if self.precision == TF32:
+            # the speed of TF32 math is judged against the reference with TF32 allowed (precision-matched);
+            # the speedup against the float32 reference is reported beside it
+            try:
+                matched = speedup_stats(list(header.get("ref_tf32_ms") or []), list(header.get("cand_ms") or []),
+                                        trim)
+            except (TypeError, ValueError):
+                matched = None
+            stats["precision"] = TF32
+            stats["speedup_fp32_reference"] = stats["speedup"]
+            if matched is not None:
+                stats["reference_fp32"] = stats["reference"]
+                stats["reference"] = matched["reference"]
+                stats["speedup"], stats["speedup_median"] = matched["speedup"], matched["speedup_median"]
+            else:
+                self.notes.append("precision: tf32, but the reference with TF32 allowed was not timed: the speedup "
+                                  "is against the float32 reference")
         stats["device"] = str(header.get("device_name", ""))[:100]
         stats["warmup"] = int(self.settings.timing_warmup)
         wait = header.get("gpu_wait_s")
@@ -535,13 +540,18 @@ class Judge:
 
         v.cheat_flags = list(self.flags)
         v.stage = self.passed
+        if self.precision == TF32 and stage_index(self.passed) >= stage_index("tiny"):
+            v.notes.append("precision: tf32 (the solution's tl.dot runs in TF32 on float32 operands: held to TF32's "
+                           "own error on every input set; its speedup is against the reference with TF32 allowed)")
         if stage_index(self.passed) >= stage_index("full") and not self.flags:
             v.correct = True
             if reason != R.OK:  # failed while timing: still correct, but no speed number
                 reason = R.timing_failed(reason)
         v.reason = R.check(reason)  # a reason not in the catalogue is a bug of ours: it fails loudly
         v.error = error[-4000:]
-        v.errors = [self.results[n] for n in self.refs if n in self.results]
+        stages = {"tiny": 0, "full": 1}  # the tiny set first, even where it ran the original's sizes after it
+        v.errors = sorted((self.results[n] for n in self.refs if n in self.results),
+                          key=lambda e: stages.get(e.get("stage"), 2))
         if self.timing is not None and not self.flags:
             v.timing = self.timing
             v.ref_time_ms = self.timing["reference"]["trimmed_mean_ms"]

@@ -1,8 +1,10 @@
 """The standard a candidate's output is held to: the trusted reference's outputs of one input set,
 the dtype's tolerances, an absolute tolerance grown with the set's output magnitude (or, on the range
-set, taken from the output's own scale), and the float32-accumulated reference as a second valid
-answer for half-precision outputs. The judge asks it about the full stage, the timed calls and the
-cached-answer check alike, so one output is never held to two standards.
+set, taken from the output's own scale), the float32-accumulated reference as a second valid
+answer for half-precision outputs, and for a solution computing in TF32 (precision.py) TF32's own
+error on that set's output. The output's dtype is the reference's on every set (compare.py). The judge
+asks it about the full stage, the timed calls and the cached-answer check alike, so one output is never
+held to two standards.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import reasons as R
+from ..precision import tf32_tolerance
 from ..settings import JobSettings
 from .compare import EXACT, HALF, compare, mean_abs, same_bytes
 
@@ -21,9 +24,10 @@ class OutputStandard:
     and the job's tolerances. Cheap to make: the judge makes one per question, since its `refs`
     is replaced when a cached reference phase is preloaded or reset."""
 
-    def __init__(self, refs: dict[str, dict[str, Any]], settings: JobSettings):
+    def __init__(self, refs: dict[str, dict[str, Any]], settings: JobSettings, tf32: bool = False):
         self.refs = refs
         self.settings = settings
+        self.tf32 = tf32  # the solution computes in TF32: TF32's error on each set is allowed (precision.py)
 
     def tolerance(self, dtype: str) -> tuple[float, float]:
         if dtype in HALF:
@@ -89,10 +93,16 @@ class OutputStandard:
                 atol = scale_atol
                 if entry is not None:
                     entry["atol_from_scale"] = round(atol, 6)
-        widen = name.startswith("dtype:")
-        r = compare(rm, rb, cm, cb, atol, rtol, widen_ok=widen)
+        slack = 0.0
+        if self.tf32 and ref.get("tf32") is not None and i < len(ref["tf32"]):
+            tf32_atol, slack = tf32_tolerance(atol, ref["tf32"][i])
+            if tf32_atol > atol or slack:
+                atol = tf32_atol
+                if entry is not None:
+                    entry["tf32_atol"] = round(atol, 6)
+        r = compare(rm, rb, cm, cb, atol, rtol, norm_slack=slack)
         if not r["ok"] and r.get("reason") == R.MISMATCH and ref.get("alt"):
-            r2 = compare(rm, ref["alt"][i], cm, cb, atol, rtol, widen_ok=widen)
+            r2 = compare(rm, ref["alt"][i], cm, cb, atol, rtol, norm_slack=slack)
             if r2["ok"]:
                 r = {**r2, "matched": "float32-accumulated reference"}
         return r
