@@ -27,7 +27,7 @@ def run_dir(tmp_path: Path) -> Path:
 # files (--dist loadfile --no-loadscope-reorder), they then start at once instead of being left for
 # last, where one worker would run them alone while the other waits.
 SLOW_FIRST = ("test_tasks_verified.py", "test_qwen7b_benchmark.py", "test_e2e_pipeline.py",
-              "test_verify_neighbours.py", "test_sft_resume.py", "test_gpu_rl_session.py")
+              "test_verify_neighbours.py", "test_sft_resume.py", "test_gpu_rl_session.py", "test_rl_multi_process.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

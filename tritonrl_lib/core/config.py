@@ -173,6 +173,8 @@ class RunConfig:
     outputs_dir: str = "outputs"
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda
+    gpus: str = "1"  # RL's processes on this host: 1 (one process, as always) | N | all (one per visible GPU); N > 1
+    # runs 03_rl under `accelerate launch` (train/rl/launch.py). How fast a step runs, not what the run is
     expected_minutes: float = 0.0  # a whole run of the profile (01 -> 05), measured on the machine its YAML's
     # comment names: what `tritonrl run` announces at the start (0 = not measured). Not a setting of any work
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -359,6 +361,9 @@ def validate(cfg: RunConfig) -> None:
     if "kernelbench" in cfg.eval.heldout_sets and not cfg.data.kernelbench.strip():
         raise ConfigError("eval.heldout_sets names kernelbench, and data.kernelbench names no checkout: set "
                           "data.kernelbench (-p kernelbench=PATH) or leave kernelbench out of the sets")
+    gpus = cfg.gpus.strip().lower()
+    if gpus != "all" and not (gpus.isdigit() and int(gpus) >= 1):
+        raise ConfigError(f"gpus={cfg.gpus!r}: expected a number of processes (1, 2, ...) or all (one per visible GPU)")
     if cfg.expected_minutes < 0:
         raise ConfigError(f"expected_minutes={cfg.expected_minutes} must be 0 (not measured) or more")
     if cfg.sft.time_budget_s < 0:

@@ -12,6 +12,8 @@ DESCRIPTIONS: dict[str, str] = {
     "outputs_dir": "where run folders live (relative paths: under the checkout)",
     "seed": "seed for sampling, data generation and training",
     "device": "auto (cuda when a GPU is visible) | cpu | cuda",
+    "gpus": "RL (03_rl) on this many GPUs of the host, one process each under `accelerate launch`: 1 (one process) | "
+            "N | all (docs/MULTI_GPU.md); with no GPU, N > 1 runs N CPU processes (gloo), for tests",
     "expected_minutes": "measured minutes of a whole run of this profile, announced by `tritonrl run` (0: not measured)",
     # model
     "model": "embedded (SmolLM2-135M) | tiny (test model) | a Hugging Face id | a local folder",

@@ -32,6 +32,13 @@ The best policy (highest mean reward on its round's samples; the SFT start count
 policy) is saved to checkpoints/rl/best with checkpoints/rl/best.json (best.py). A policy is measured by the
 round that samples from it, so the last round's adapter is measured only with `score_final=True`
 (one more sampling-and-verification pass, no training).
+
+Several processes (`accelerate launch`, distributed.py): rank 0 draws each round's tasks and every
+rank samples and verifies its share of them in its own pool; the round's candidates are gathered
+to every rank, so each keeps the same completions and the fine-tune runs data-parallel (the SFT
+trainer under accelerate: each rank a share of the rows, gradients averaged). Rank 0 writes the
+round's files, the logs, the curriculum and the adapters; the others wait where they must. A round
+verified before a kill of any rank is read back by rank 0 and handed to all.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from ...verify.batch import VerifyAhead, training_verify_config
 from .best import maybe_record_best
 from .candidate import Candidate, as_candidate
 from .curriculum import Curriculum, CurriculumSettings
+from .distributed import Ranks
 from .groups import StepContext, collect_step, curriculum_results
 from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl_log
 from .refine import history_messages
@@ -78,38 +86,43 @@ def reference_candidates(task: Task, round_index: int) -> list[str]:
 def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
                     extra_candidates: ExtraCandidates | None = None, tasks: Sequence[Task] | None = None,
                     force: bool = False, score_final: bool = False, engine: str = "auto",
-                    echo: Callable[[str], None] | None = None) -> RLResult:
+                    echo: Callable[[str], None] | None = None, ranks: Ranks | None = None) -> RLResult:
     """Run (or resume, or find finished) best-of-N RL from the run's SFT adapter; see the module doc.
 
     `pool`: a VerifierPool to use (default: one made from cfg.verify, closed at the end).
     `tasks`: the task universe to select from (default: cfg.data.task_source).
     `extra_candidates(task, round) -> completions`: candidates added beside the policy's samples.
     `score_final`: sample and verify once more after the last round to measure the final adapter.
+    `ranks`: this process among several (default: from the launcher's environment; one process alone).
     """
-    say = echo or (lambda s: print(s, flush=True))
+    ranks = ranks or Ranks.from_env(models.resolve_device(cfg.device))
+    say = ranks.say(echo)
     _check_replay_corpus(cfg, paths)
-    run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
-    done = rounds_finished(run.paths)
-    if _finished_before(run, done, score_final):
+    run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say, ranks=ranks)
+    done = ranks.agree(rounds_finished(run.paths), "the rounds finished")
+    if ranks.from_main(lambda: _finished_before(run, done, score_final)):
         return run.result("already_done", cfg.rl.rounds)
     s = _set_up(run, done, engine)
-    with verifier_pool(cfg, pool) as pool, VerifyAhead(pool, training_verify_config(cfg)) as ahead:
+    with verifier_pool(cfg, pool, ranks) as pool, VerifyAhead(pool, training_verify_config(cfg)) as ahead:
         ctx = StepContext(cfg, METHOD, s.sampler, s.sampling, ahead, s.curriculum, run.by_level, extra_candidates,
-                          "append", say)
+                          "append", say, ranks)
         for r in range(done, cfg.rl.rounds + (1 if score_final else 0)):
             t_round = time.perf_counter()
             scoring = r >= cfg.rl.rounds  # the extra pass that only measures the final adapter
             p_used = s.curriculum.p_level2
             cands, info = _round_candidates(run, ctx, r, scoring)  # drawn, sampled, verified (or read back)
             stats = policy_stats(cands)  # the policy that sampled this round, by its own first attempts
-            results, per_task = curriculum_results(cands)
-            cur = s.curriculum.update(results, task_results=per_task, method=METHOD, round=r)
-            maybe_record_best(run.paths, s.model, s.tokenizer, run.base_spec, method=METHOD, stats=stats,
-                              where={"round": r, "policy": "sft" if r == 0 else f"round-{r - 1:03d}"})
-            record = _round_record(r, scoring, cands, info, stats, p_used, cur)
+            record: dict[str, Any] = {}
+            if ranks.is_main:  # the curriculum, the best policy and the log are rank 0's
+                results, per_task = curriculum_results(cands)
+                cur = s.curriculum.update(results, task_results=per_task, method=METHOD, round=r)
+                maybe_record_best(run.paths, s.model, s.tokenizer, run.base_spec, method=METHOD, stats=stats,
+                                  where={"round": r, "policy": "sft" if r == 0 else f"round-{r - 1:03d}"})
+                record = _round_record(r, scoring, cands, info, stats, p_used, cur)
             train_s = 0.0
             if scoring:
-                _mark_scored(run.paths)
+                if ranks.is_main:
+                    _mark_scored(run.paths)
             else:
                 t_train = time.perf_counter()
                 record.update(_keep_and_train(run, s, r, cands))  # each task's best, fine-tuned on
@@ -117,10 +130,12 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
                 train_s = time.perf_counter() - t_train
             record["timing"] = step_timing(info["timing"], train_s, time.perf_counter() - t_round,
                                            reused=info.get("reused", False))
-            append_rl_log(run.paths, record)
-            s.history.append(record)
-            say(_round_words(r, stats, record, p_used))
-    result = run.result("resumed" if done else "trained", cfg.rl.rounds, s.history)
+            if ranks.is_main:
+                append_rl_log(run.paths, record)
+                s.history.append(record)
+                say(_round_words(r, stats, record, p_used))
+            ranks.barrier()  # the round's files are written before any rank starts the next
+    result = run.result("resumed" if done else "trained", cfg.rl.rounds, s.history if ranks.is_main else None)
     say(result.summary())
     return result
 
@@ -170,9 +185,12 @@ def _set_up(run: RLRun, done: int, engine: str) -> _Rounds:
     """The log and the curriculum cut back to the `done` finished rounds, and the policy they left
     (the SFT adapter on a fresh start) loaded with its sampler."""
     cfg, paths, say = run.cfg, run.paths, run.say
-    history = trim_rl_log(paths, "round", done)
-    curriculum = Curriculum.resume(CurriculumSettings.from_config(cfg.rl), cfg.seed, paths.curriculum_log,
-                                   upto_step=done)
+    settings = CurriculumSettings.from_config(cfg.rl)
+    if run.ranks.is_main:  # the log and the curriculum are rank 0's; the others never draw
+        history = trim_rl_log(paths, "round", done)
+        curriculum = Curriculum.resume(settings, cfg.seed, paths.curriculum_log, upto_step=done)
+    else:
+        history, curriculum = [], Curriculum(settings, cfg.seed)
     if done:
         say(f"RL best-of-N: resuming after round {done - 1} of {cfg.rl.rounds}")
     levels = ", ".join(f"L{k}: {len(v)}" for k, v in sorted(run.by_level.items()))
@@ -192,8 +210,8 @@ def _set_up(run: RLRun, done: int, engine: str) -> _Rounds:
 def _restore_latest_adapter(run: RLRun, model, tokenizer, r: int) -> None:
     """A kill between saving round `r`'s adapter to its folder and to checkpoints/rl leaves the
     latter behind: save the loaded one (round `r`'s) there."""
-    marker = run.finished_adapter()
-    if not (marker and marker.get("round") == r):
+    marker = run.finished_adapter() if run.ranks.is_main else None
+    if run.ranks.from_main(lambda: not (marker and marker.get("round") == r)):
         _save_round_adapter(run, model, tokenizer, r, to_round_folder=False)
 
 
@@ -208,8 +226,9 @@ def _mark_scored(paths: RunPaths) -> None:
 
 def _round_candidates(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tuple[list[Candidate], dict]:
     """The round's candidates with their verdicts: read back when the round was verified before
-    (a resumed run), otherwise drawn, sampled, verified and written to the round's folder."""
-    reused = _reuse_round(run, ctx, r)
+    (a resumed run; rank 0 reads them and hands them to every rank), otherwise drawn, sampled,
+    verified and written to the round's folder."""
+    reused = run.ranks.from_main(lambda: _reuse_round(run, ctx, r))
     return reused if reused is not None else _collect_round(run, ctx, r, scoring)
 
 
@@ -233,13 +252,18 @@ def _reuse_round(run: RLRun, ctx: StepContext, r: int) -> tuple[list[Candidate],
 def _collect_round(run: RLRun, ctx: StepContext, r: int, scoring: bool) -> tuple[list[Candidate], dict]:
     """Draw, sample, verify (groups.collect_step) and write samples.jsonl and round.json."""
     files = run.paths.rl_round(r)
-    shutil.rmtree(files.dir, ignore_errors=True)
+    if run.ranks.is_main:
+        shutil.rmtree(files.dir, ignore_errors=True)
     ctx.sampler.refresh()
     step = collect_step(ctx, r, run.cfg.rl.tasks_per_round)
     cands = step.candidates
     gen_s = step.timing["generate_s"] + step.timing["refine_generate_s"]
     info = {"tasks": [t.id for t in step.tasks], "signal": step.signal, "refine": step.refine,
             "timing": step.timing, "verify": step.verify, "rollout": rollout_info(step.rollout, gen_s)}
+    if step.per_rank:
+        info["ranks"] = step.per_rank
+    if not run.ranks.is_main:
+        return cands, info
     write_jsonl(files.samples, cands)
     write_json(files.meta, {"round": r, "verified": True, "drawn": [t.id for t in step.drawn],
                             "task_ids": info["tasks"], "scoring_only": scoring, "info": info})
@@ -260,7 +284,8 @@ def _round_record(r: int, scoring: bool, cands: Sequence[Candidate], info: dict[
             "verifications_per_min": info["verify"]["per_minute"],
             "rollout_tokens_per_s": info["rollout"]["tokens_per_s"],
             "curriculum_p": p_used, "curriculum_running_l1": cur.running_l1_rate,
-            "curriculum_triggered_at": cur.triggered_at}
+            "curriculum_triggered_at": cur.triggered_at,
+            **({"ranks": info["ranks"]} if info.get("ranks") else {})}
 
 
 def _round_words(r: int, stats: dict[str, Any], record: dict[str, Any], p_used: float) -> str:
@@ -283,7 +308,8 @@ def _keep_and_train(run: RLRun, s: _Rounds, r: int, cands: list[Candidate]) -> d
     for tid in dict.fromkeys(c.task_id for c in cands):  # a task drawn twice is one pool of candidates
         kept += select_top_k([c for c in cands if c.task_id == tid], run.cfg.rl.top_k, run.cfg.rl.refine_discount)
     files = run.paths.rl_round(r)
-    write_jsonl(files.kept, (c.kept_record() for c in kept))
+    if run.ranks.is_main:
+        write_jsonl(files.kept, (c.kept_record() for c in kept))
     out: dict[str, Any] = {"kept": len(kept), "kept_injected": sum(c.injected for c in kept),
                            "kept_by_task": {tid: sum(c.task_id == tid for c in kept)
                                             for tid in dict.fromkeys(c.task_id for c in kept)}}
@@ -296,7 +322,7 @@ def _keep_and_train(run: RLRun, s: _Rounds, r: int, cands: list[Candidate]) -> d
             if run.cfg.rl.replay_ratio > 0 else []
         out["replayed"] = len(replay)
         out["train"] = _fine_tune(run.cfg, s.model, s.tokenizer, rows + replay, files.trainer_dir,
-                                  seed=run.cfg.seed + 1000 * (r + 1))
+                                  seed=run.cfg.seed + 1000 * (r + 1), ranks=run.ranks)
         also = f" and {len(replay)} replayed SFT examples" if replay else ""
         run.say(f"round {r}: fine-tuned on {len(kept)} kept completions{also} (loss {out['train'].get('train_loss')})")
     else:
@@ -309,10 +335,14 @@ def _save_round_adapter(run: RLRun, model, tokenizer, r: int, to_round_folder: b
     """The adapter after round `r`: to the round's folder (when asked), then to checkpoints/rl."""
     rounds = run.cfg.rl.rounds
     extra = {"stage": "rl", "method": METHOD, "round": r, "rounds": rounds, "final": r == rounds - 1,
-             "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint)}
-    if to_round_folder:
-        models.save_checkpoint(model, tokenizer, run.paths.rl_round(r).adapter, base_model=run.base_spec, extra=extra)
-    models.save_checkpoint(model, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra=extra)
+             "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
+             "processes": run.ranks.world}
+    if run.ranks.is_main:  # every rank holds the same weights (DDP): rank 0 writes them
+        if to_round_folder:
+            models.save_checkpoint(model, tokenizer, run.paths.rl_round(r).adapter, base_model=run.base_spec,
+                                   extra=extra)
+        models.save_checkpoint(model, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra=extra)
+    run.ranks.barrier()
 
 
 # --------------------------------------------------------------------------- selection and fine-tuning
@@ -375,8 +405,10 @@ def replay_rows(corpus: Path, n: int, seed: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _fine_tune(cfg: RunConfig, model, tokenizer, rows: list[dict[str, Any]], workdir: Path, seed: int) -> dict:
-    """One pass of the SFT trainer over the kept pairs (the adapter keeps training)."""
+def _fine_tune(cfg: RunConfig, model, tokenizer, rows: list[dict[str, Any]], workdir: Path, seed: int,
+               ranks: Ranks | None = None) -> dict:
+    """One pass of the SFT trainer over the kept pairs (the adapter keeps training); with several
+    ranks, data-parallel: the Trainer joins accelerate's process group and shares the rows out."""
     from datasets import Dataset
     from transformers import set_seed
 
@@ -402,5 +434,8 @@ def _fine_tune(cfg: RunConfig, model, tokenizer, rows: list[dict[str, Any]], wor
             "final_loss": losses[-1] if losses else None, "seconds": round(time.perf_counter() - t0, 3),
             "cut": fit["cut"], "dropped": fit["dropped"], "plan": plan}
     del trainer
-    shutil.rmtree(workdir, ignore_errors=True)
+    if ranks is not None:
+        ranks.barrier()
+    if ranks is None or ranks.is_main:
+        shutil.rmtree(workdir, ignore_errors=True)
     return info

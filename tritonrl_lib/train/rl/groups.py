@@ -16,11 +16,18 @@ Signal (dynamic sampling): GRPO learns from a group only when its rewards differ
 only when it holds a correct candidate to keep. After the first draw, up to `redraw_rounds`
 times, the groups without signal are replaced by groups of newly drawn tasks (curriculum.redraw);
 a replacement is kept only when it carries signal. What was drawn, kept and replaced is logged.
+
+Several processes (`ctx.ranks`, distributed.py): rank 0 draws the step's tasks (and each redraw)
+and every rank receives the same ids; each rank samples, verifies and refines the groups of its
+own slots (`share`), and the step's groups and candidates are then gathered to every rank, with
+each rank's view (what it was handed, what it did, how long it took) in `per_rank`. One process
+is the same code with every exchange the identity.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -30,6 +37,7 @@ from ...rollout import RolloutStats, SamplingConfig
 from ...tasks.task import Task
 from ...verify.batch import VerifyAhead, VerifyStats
 from .candidate import Candidate
+from .distributed import SINGLE, Ranks, gathered_by_slot
 from .refine import discounted_reward, refinement_prompt
 
 SIGNAL_RULES = {"grpo": "rewards differ within the group", "best_of_n": "a correct candidate to keep"}
@@ -49,6 +57,7 @@ class StepContext:
     extra_candidates: Callable[[Task, int], Sequence[str]] | None = None
     inject: str = "append"  # extra candidates: "append" beside the n samples, "replace" the first ones (GRPO)
     say: Callable[[str], None] = print
+    ranks: Ranks = SINGLE  # the processes sharing each step (distributed.py)
     by_id: dict[str, Task] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -66,6 +75,8 @@ class StepGroups:
     rollout: RolloutStats
     drawn: list[Task]  # the first draw, in slot order
     refine: dict[str, Any] = field(default_factory=dict)
+    by_slot: dict[int, list[Candidate]] = field(default_factory=dict)  # this rank's final groups, by slot
+    per_rank: list[dict[str, Any]] = field(default_factory=list)  # several processes: each rank's share and times
 
 
 def has_signal(group: Sequence[Candidate], method: str, refinements: Sequence[Candidate] = ()) -> bool:
@@ -106,7 +117,8 @@ class _Collector:
     def _generate(self, prompts: list[str], n: int, seed: int) -> tuple[list[list[Any]], float]:
         sampling = dataclasses.replace(self.ctx.sampling, n_samples=n, seed=seed)
         t0 = time.perf_counter()
-        res = self.ctx.sampler.generate(prompts, sampling, progress=True)  # a step's generation runs for minutes
+        # a step's generation runs for minutes: a progress bar, rank 0's (one bar per run)
+        res = self.ctx.sampler.generate(prompts, sampling, progress=self.ctx.ranks.is_main)
         dt = time.perf_counter() - t0
         _merge_stats(self.rollout, res.stats)
         return res.completions, dt
@@ -120,7 +132,7 @@ class _Collector:
         pending = []
         for part in _chunks(len(items), self.ctx.cfg.rl.overlap_chunks):
             self.calls += 1
-            seed = self.ctx.cfg.seed * 1000 + self.step + 100_003 * self.calls
+            seed = self.ctx.cfg.seed * 1000 + self.step + 100_003 * self.calls + self.ctx.ranks.seed_offset
             comps, dt = self._generate([items[i][1] for i in part], n, seed)
             self.timing["refine_generate_s" if refine else "generate_s"] += dt
             batch = []
@@ -162,12 +174,13 @@ def _candidates_for(ctx: StepContext, step: int, slot: int, task: Task, completi
     return cands + injected
 
 
-def _draw_groups(col: _Collector, tasks: list[Task], first_slot: int) -> list[list[Candidate]]:
+def _draw_groups(col: _Collector, tasks: list[Task], slots: Sequence[int]) -> list[list[Candidate]]:
+    """One group per task, numbered by its slot in the step (`slots`, one per task)."""
     ctx, n = col.ctx, col.ctx.cfg.rl.n_samples
     tok = ctx.sampler.tokenizer
     items = [(t, format_prompt(tok, t)) for t in tasks]
     return col.generate_and_verify(
-        items, n, lambda i, task, comps: _candidates_for(ctx, col.step, first_slot + i, task, comps, n))
+        items, n, lambda i, task, comps: _candidates_for(ctx, col.step, slots[i], task, comps, n))
 
 
 def _refine(col: _Collector, groups: list[list[Candidate]]) -> tuple[list[Candidate], dict[str, Any]]:
@@ -214,33 +227,44 @@ def _refine(col: _Collector, groups: list[list[Candidate]]) -> tuple[list[Candid
                   "discount": rl.refine_discount}
 
 
-def collect_step(ctx: StepContext, step: int, n_slots: int) -> StepGroups:
-    """Draw `n_slots` tasks for step `step`, and sample, verify, refine and redraw (module doc)."""
+def collect_step(ctx: StepContext, step: int, n_slots: int, share: Sequence[int] | None = None) -> StepGroups:
+    """Draw `n_slots` tasks for step `step`, and sample, verify, refine and redraw (module doc).
+
+    `share`: the slots this rank samples (default `ctx.ranks.share(n_slots)`: all of them for one
+    process). The StepGroups returned hold every rank's groups and candidates."""
     t_start = time.perf_counter()
+    ranks = ctx.ranks
     col = _Collector(ctx, step)
-    drawn = ctx.curriculum.sample_tasks(ctx.by_level, n_slots, rng=ctx.curriculum.rng(step))
-    groups = _draw_groups(col, drawn, 0)
-    tasks = list(drawn)
+    drawn_ids = ranks.from_main(functools.partial(_draw_ids, ctx, step, n_slots))  # rank 0 draws, all see it
+    drawn = [ctx.by_id[i] for i in drawn_ids]
+    mine = sorted(share) if share is not None else ranks.share(n_slots)
+    groups: dict[int, list[Candidate]] = dict(zip(mine, _draw_groups(col, [drawn[s] for s in mine], mine)))
+    tasks = {s: drawn[s] for s in mine}
     refinements: list[Candidate] = []
     refine_info: dict[str, Any] = {}
     if ctx.cfg.rl.refine_turns:
-        refinements, refine_info = _refine(col, groups)
+        refinements, refine_info = _refine(col, list(groups.values()))
     def signal_of(g: list[Candidate], refs: Sequence[Candidate]) -> bool:
         return has_signal(g, ctx.method, [c for c in refs if c.group == g[0].group])
 
-    first_signal = sum(signal_of(g, refinements) for g in groups)
-    everything = [c for g in groups for c in g]
+    first_signal = sum(signal_of(g, refinements) for g in groups.values())
+    everything = [c for g in groups.values() for c in g]
     replaced = 0
     rounds_used = 0
     next_slot = n_slots
     for _ in range(ctx.cfg.rl.redraw_rounds):
-        dead = [i for i, g in enumerate(groups) if not signal_of(g, refinements)]
-        if not dead:
+        dead = [s for s, g in groups.items() if not signal_of(g, refinements)]
+        views = ranks.all_gather((len(dead), [t.id for t in tasks.values()]))  # every rank's dead groups
+        total = sum(n for n, _ in views)
+        if not total:
             break
         rounds_used += 1
-        fresh = ctx.curriculum.redraw(ctx.by_level, len(dead), avoid=[t.id for t in tasks])
-        new_groups = _draw_groups(col, fresh, next_slot)
-        next_slot += len(fresh)
+        step_ids = [i for _, ids in views for i in ids]
+        fresh_ids = ranks.from_main(functools.partial(_redraw_ids, ctx, total, step_ids))
+        first = sum(n for n, _ in views[:ranks.rank])  # this rank's part of the redraw
+        fresh = [ctx.by_id[i] for i in fresh_ids[first:first + len(dead)]]
+        new_groups = _draw_groups(col, fresh, list(range(next_slot + first, next_slot + first + len(fresh))))
+        next_slot += len(fresh_ids)
         new_refs: list[Candidate] = []
         if ctx.cfg.rl.refine_turns:
             new_refs, more = _refine(col, new_groups)
@@ -248,18 +272,83 @@ def collect_step(ctx: StepContext, step: int, n_slots: int) -> StepGroups:
                 refine_info[k] += more[k]
         refinements += new_refs
         everything += [c for g in new_groups for c in g]
-        for i, g, t in zip(dead, new_groups, fresh):
+        for s, g, t in zip(dead, new_groups, fresh):
             if signal_of(g, new_refs):
-                groups[i], tasks[i] = g, t
+                groups[s], tasks[s] = g, t
                 replaced += 1
-    signal = {"rule": SIGNAL_RULES[ctx.method], "groups": len(groups),
-              "with_signal": sum(signal_of(g, refinements) for g in groups),
-              "first_draw_with_signal": first_signal, "drawn": next_slot, "redraw_rounds": rounds_used,
-              "replaced": replaced}
     timing = {k: round(v, 3) for k, v in col.timing.items()}
     timing["collect_s"] = round(time.perf_counter() - t_start, 3)
-    return StepGroups(groups=groups, tasks=tasks, candidates=everything + refinements, signal=signal, timing=timing,
-                      verify=col.vstats.to_dict(), rollout=col.rollout, drawn=list(drawn), refine=refine_info)
+    mine_view = {"rank": ranks.rank, "slots": mine, "drawn": drawn_ids, "groups": groups,
+                 "tasks": {s: t.id for s, t in tasks.items()}, "candidates": everything + refinements,
+                 "first_signal": first_signal, "with_signal": sum(signal_of(g, refinements) for g in groups.values()),
+                 "replaced": replaced, "timing": timing, "verify": col.vstats, "rollout": col.rollout,
+                 "refine": refine_info}
+    views = ranks.all_gather(mine_view)
+    by_slot = gathered_by_slot([v["groups"] for v in views], n_slots)
+    task_of = gathered_by_slot([v["tasks"] for v in views], n_slots)
+    signal = {"rule": SIGNAL_RULES[ctx.method], "groups": n_slots,
+              "with_signal": sum(v["with_signal"] for v in views),
+              "first_draw_with_signal": sum(v["first_signal"] for v in views), "drawn": next_slot,
+              "redraw_rounds": rounds_used, "replaced": sum(v["replaced"] for v in views)}
+    return StepGroups(groups=list(by_slot.values()), tasks=[ctx.by_id[task_of[s]] for s in by_slot],
+                      candidates=[c for v in views for c in v["candidates"]], signal=signal,
+                      timing=_slowest(v["timing"] for v in views), verify=_verify_over(views),
+                      rollout=_rollout_over(views), drawn=drawn, refine=_refine_over(views),
+                      by_slot={s: groups[s] for s in mine}, per_rank=_per_rank(views) if len(views) > 1 else [])
+
+
+def _draw_ids(ctx: StepContext, step: int, n_slots: int) -> list[str]:
+    return [t.id for t in ctx.curriculum.sample_tasks(ctx.by_level, n_slots, rng=ctx.curriculum.rng(step))]
+
+
+def _redraw_ids(ctx: StepContext, n: int, avoid: list[str]) -> list[str]:
+    return [t.id for t in ctx.curriculum.redraw(ctx.by_level, n, avoid=avoid)]
+
+
+def _slowest(timings) -> dict[str, float]:
+    """The step's timing over ranks: each phase as long as its slowest rank (they run side by side
+    and the step waits for all); one rank's timing as it is."""
+    out: dict[str, float] = {}
+    for t in timings:
+        for k, v in t.items():
+            out[k] = max(out.get(k, 0.0), v)
+    return out
+
+
+def _verify_over(views: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ranks' verification as one: candidates and distinct codes summed, seconds the longest
+    rank's busy time (their pools work side by side), so per_minute is the host's throughput."""
+    stats = [v["verify"] for v in views]
+    return VerifyStats(sum(s.candidates for s in stats), sum(s.unique for s in stats),
+                       max(s.seconds for s in stats)).to_dict()
+
+
+def _rollout_over(views: list[dict[str, Any]]) -> RolloutStats:
+    if len(views) == 1:
+        return views[0]["rollout"]
+    total = RolloutStats()
+    for v in views:
+        _merge_stats(total, v["rollout"])
+    total.wall_s = max(v["rollout"].wall_s for v in views)  # side by side: the longest rank's wall
+    total.prefill_s = max(v["rollout"].prefill_s for v in views)
+    return total
+
+
+def _refine_over(views: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(views[0]["refine"])
+    for v in views[1:]:
+        for k in ("refined", "candidates", "correct", "fixed"):
+            if k in out:
+                out[k] += v["refine"].get(k, 0)
+    return out
+
+
+def _per_rank(views: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What each rank saw and did (the rl_log's `ranks`): the draw it was handed, its slots, its
+    candidates, and its generate / verify seconds."""
+    return [{"rank": v["rank"], "drawn": v["drawn"], "slots": v["slots"], "groups": len(v["groups"]),
+             "candidates": len(v["candidates"]), "tokens": v["rollout"].generated_tokens, "timing": v["timing"],
+             "verify": v["verify"].to_dict()} for v in views]
 
 
 def curriculum_results(candidates: Sequence[Candidate]) -> tuple[list[tuple[int, bool]], dict[str, list[int]]]:

@@ -27,7 +27,15 @@ Read top to bottom, `train_grpo`:
    checkpoints/rl itself. A killed run resumes from the newest complete checkpoint; the
    curriculum and the log are cut back to that step and continue.
 
-One process (one GPU, or the CPU): the curriculum's state lives in this process.
+Several processes (`accelerate launch`, distributed.py): TRL's own multi-process path. Each process
+gets its share of the step's slots from TRL's sampler (`tasks_per_round / N` groups, whole), and
+its rollout samples, verifies (in the rank's own pool, on its GPU) and rewards exactly those;
+TRL gathers the rewards of all processes to compute each group's advantages, and the update is
+data-parallel (DDP). The curriculum is rank 0's: rank 0 draws the step's `tasks_per_round` tasks
+(slot i gets the i-th), every rank receives the same ids, and the step's candidates are gathered
+to rank 0, which updates the curriculum, records the best policy and writes the log (with each
+rank's share and seconds in `ranks`). The Trainer's checkpoints hold every rank's RNG state; a
+kill of any rank stops the launch, and the same command resumes from the newest complete one.
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ from ...verify.batch import VerifyAhead, training_verify_config
 from ..trainer_checkpoints import checkpoint_step, latest_complete_checkpoint, trainer_checkpoints
 from .best import maybe_record_best
 from .curriculum import Curriculum, CurriculumSettings
+from .distributed import SINGLE, Ranks, check_grpo_split
 from .groups import StepContext, collect_step, curriculum_results
 from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl_log
 from .rewards import reward as plain_reward
@@ -80,16 +89,17 @@ class GRPOPieces:
 
     def __init__(self, cfg: RunConfig, paths: RunPaths, model, tokenizer, by_level: dict[int, list[Task]],
                  curriculum: Curriculum, pool, engine: str, base_spec: str, say: Callable[[str], None],
-                 extra_candidates: Callable[[Task, int], Sequence[str]] | None = None):
+                 extra_candidates: Callable[[Task, int], Sequence[str]] | None = None, ranks: Ranks = SINGLE):
         self.cfg, self.paths, self.model, self.tokenizer = cfg, paths, model, tokenizer
         self.by_level, self.curriculum, self.pool, self.say = by_level, curriculum, pool, say
+        self.ranks = ranks
         self.tasks_by_id = {t.id: t for ts in by_level.values() for t in ts}
         self.base_spec = base_spec
         self.sampler = Rollout(model, tokenizer, engine=engine)
         self.verify_config = training_verify_config(cfg)
         self.ahead = VerifyAhead(pool, self.verify_config)
         self.ctx = StepContext(cfg, METHOD, self.sampler, SamplingConfig.from_config(cfg, engine=engine), self.ahead,
-                               curriculum, by_level, extra_candidates, "replace", say)
+                               curriculum, by_level, extra_candidates, "replace", say, ranks)
         self._prompt_ids: dict[str, list[int]] = {}
         self.pending: dict[str, Any] | None = None  # this step's record, completed by on_log
         self.history: list[dict[str, Any]] = []
@@ -118,18 +128,13 @@ class GRPOPieces:
                              f"got {sorted(set(counts.values()))}")
         p_used = self.curriculum.p_level2
         self.sampler.refresh()  # the optimizer changed the weights since the last step
-        got = collect_step(self.ctx, step, len(uniq))
-        # the step's statistics: the policy's own first attempts, every group drawn (replaced ones too)
-        stats = policy_stats(got.candidates)
-        results, per_task = curriculum_results(got.candidates)
-        cur = self.curriculum.update(results, task_results=per_task, method=METHOD, step=step)
-        maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
-                          where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"}, stats=stats)
+        # slot s gets the s-th task of rank 0's draw; this process samples the slots TRL handed it
+        got = collect_step(self.ctx, step, self.cfg.rl.tasks_per_round, share=uniq)
         out: dict[str, list] = {"prompt_ids": [], "completion_ids": [], "task_id": [], "finish_reason": [],
                                 "injected": [], "reward": []}
         used = {s: 0 for s in uniq}
         for s in slots:
-            group = got.groups[uniq.index(s)]
+            group = got.by_slot[s]
             c = group[used[s]]
             used[s] += 1
             out["prompt_ids"].append(self._prompt(self.tasks_by_id[c.task_id]))
@@ -139,23 +144,38 @@ class GRPOPieces:
             out["finish_reason"].append(c.finish_reason)
             out["injected"].append(c.injected)
             out["reward"].append(float(c.reward))
+        # TRL reads sampling log-probs only for vLLM importance sampling; we generate on-policy.
+        out["logprobs"] = None  # type: ignore[assignment]
+        if self.ranks.is_main:  # the curriculum, the best policy and the log are rank 0's
+            self._close_step(step, got, p_used, t_step)
+        return out
+
+    def _close_step(self, step: int, got, p_used: float, t_step: float) -> None:
+        """The step's statistics (the policy's own first attempts, every group drawn, replaced ones
+        too, of every rank), the curriculum's update, the best policy, and the log record that the
+        callback completes with TRL's numbers."""
+        stats = policy_stats(got.candidates)
+        results, per_task = curriculum_results(got.candidates)
+        cur = self.curriculum.update(results, task_results=per_task, method=METHOD, step=step)
+        maybe_record_best(self.paths, self.sampler.model, self.tokenizer, self.base_spec, method=METHOD,
+                          where={"step": step, "policy": "sft" if step == 0 else f"step-{step}"}, stats=stats)
         gen_s = got.timing["generate_s"] + got.timing["refine_generate_s"]
         rec: dict[str, Any] = {"method": METHOD, "step": step, "tasks": [t.id for t in got.tasks], **stats,
                                "injected": sum(c.injected for c in got.candidates),
-                               "rewards": out["reward"], "signal": got.signal, "refine": got.refine or None,
+                               "rewards": [float(c.reward) for g in got.groups for c in g],
+                               "signal": got.signal, "refine": got.refine or None,
                                "rollout": rollout_info(got.rollout, gen_s), "verify": got.verify,
                                "verifications_per_min": got.verify["per_minute"], "curriculum_p": p_used,
                                "curriculum_running_l1": cur.running_l1_rate,
                                "curriculum_triggered_at": cur.triggered_at}
+        if got.per_rank:
+            rec["ranks"] = got.per_rank
         rec["rollout_tokens_per_s"] = rec["rollout"]["tokens_per_s"]
         rec["_collect_timing"], rec["_t_step"], rec["_t_collected"] = got.timing, t_step, time.perf_counter()
         self.pending = rec
         mean = stats["mean_reward"] if stats["mean_reward"] is not None else float("nan")
         self.say(f"grpo step {step}: correct {stats['correct']}/{stats['samples']}, mean reward {mean:.3f}, "
                  f"groups with signal {got.signal['with_signal']}/{got.signal['groups']}, P(L2)={p_used:.2f}")
-        # TRL reads sampling log-probs only for vLLM importance sampling; we generate on-policy.
-        out["logprobs"] = None  # type: ignore[assignment]
-        return out
 
     # -- reward -------------------------------------------------------------------------
 
@@ -194,7 +214,7 @@ class GRPOPieces:
         return _Log()
 
 
-def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
+def _grpo_args(cfg: RunConfig, output_dir: Path, device: str, world: int = 1):
     from trl import GRPOConfig
 
     from ..trainer import trainer_run_args  # imports transformers: only when GRPO is set up
@@ -206,7 +226,9 @@ def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
         output_dir=str(output_dir),
         max_steps=rl.grpo_steps,
         per_device_train_batch_size=rl.n_samples,  # one group of completions per micro-batch
-        gradient_accumulation_steps=rl.tasks_per_round,  # the step's groups, generated together
+        # the step's groups, generated together: tasks_per_round over all processes, each its share
+        gradient_accumulation_steps=rl.tasks_per_round // world,
+        ddp_find_unused_parameters=False,  # every LoRA weight gets a gradient every step
         num_generations=rl.n_samples,
         max_completion_length=rl.max_new_tokens,
         temperature=rl.temperature,
@@ -224,30 +246,34 @@ def _grpo_args(cfg: RunConfig, output_dir: Path, device: str):
 
 def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, tasks: Sequence[Task] | None = None,
                extra_candidates: Callable[[Task, int], Sequence[str]] | None = None, force: bool = False,
-               engine: str = "auto", echo: Callable[[str], None] | None = None) -> RLResult:
+               engine: str = "auto", echo: Callable[[str], None] | None = None,
+               ranks: Ranks | None = None) -> RLResult:
     """Run (or resume, or find finished) GRPO from the run's SFT adapter; see the module doc.
 
     `extra_candidates(task, step) -> completions` replaces the first samples of each group with
     known completions (the task's reference solution in the tests: best_of_n.reference_candidates);
-    they are verified and rewarded like the rest, and marked `injected` in the statistics."""
+    they are verified and rewarded like the rest, and marked `injected` in the statistics.
+    `ranks`: this process among several (default: from the launcher's environment; one process alone)."""
     import torch
     from transformers import set_seed
 
-    say = echo or (lambda s: print(s, flush=True))
-    run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say)
-    finished = _finished_steps(run)
+    ranks = ranks or Ranks.from_env(models.resolve_device(cfg.device))
+    check_grpo_split(cfg, ranks.world)
+    say = ranks.say(echo)
+    run = open_run(cfg, paths, METHOD, tasks=tasks, force=force, say=say, ranks=ranks)
+    finished = ranks.from_main(lambda: _finished_steps(run))
     if finished is not None:
         return run.result("already_done", finished)
     resume, curriculum = _resume_point(run)
     set_seed(cfg.seed)
     model, tokenizer = models.load_policy(cfg, adapter=run.start, trainable=True)
-    with verifier_pool(cfg, pool) as pool:
+    with verifier_pool(cfg, pool, ranks) as pool:
         pieces = GRPOPieces(cfg, run.paths, model, tokenizer, run.by_level, curriculum, pool, engine, run.base_spec,
-                            say, extra_candidates=extra_candidates)
+                            say, extra_candidates=extra_candidates, ranks=ranks)
         if pieces.sampler.note:
             say(f"RL: {pieces.sampler.note}")
         try:
-            trainer = grpo_trainer(cfg, model, tokenizer, pieces, run.paths.rl_checkpoint)
+            trainer = grpo_trainer(cfg, model, tokenizer, pieces, run.paths.rl_checkpoint, world=ranks.world)
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
             steps = _save_final_adapter(run, trainer, tokenizer)
             del trainer
@@ -259,12 +285,12 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
         finally:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-    result = run.result("resumed" if resume else "trained", steps, pieces.history)
+    result = run.result("resumed" if resume else "trained", steps, pieces.history if ranks.is_main else None)
     say(result.summary())
     return result
 
 
-def grpo_trainer(cfg: RunConfig, model, tokenizer, pieces: GRPOPieces, output_dir: Path):
+def grpo_trainer(cfg: RunConfig, model, tokenizer, pieces: GRPOPieces, output_dir: Path, world: int = 1):
     """TRL's GRPOTrainer as this run sets it up: the dataset (`tasks_per_round` numbered slots the
     rollout fills with the tasks the curriculum draws), the config (one group batch per optimizer
     step, checkpoints in `output_dir`), the reward function (`pieces`: the verifier's rewards,
@@ -272,7 +298,7 @@ def grpo_trainer(cfg: RunConfig, model, tokenizer, pieces: GRPOPieces, output_di
     from trl import GRPOTrainer
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental
-    args = _grpo_args(cfg, output_dir, str(_device_of(model)))
+    args = _grpo_args(cfg, output_dir, str(_device_of(model)), world)
     dataset = slot_dataset(cfg.rl.tasks_per_round)
     return GRPOTrainer(model=model, reward_funcs=[pieces], args=args, train_dataset=dataset,
                        processing_class=tokenizer, callbacks=[pieces.callback()], rollout_func=pieces.rollout)
@@ -289,7 +315,18 @@ def _finished_steps(run: RLRun) -> int | None:
 
 def _resume_point(run: RLRun) -> tuple[Path | None, Curriculum]:
     """The newest complete Trainer checkpoint to resume from (None: a fresh start); checkpoints
-    past it, or half-written, removed; the log and the curriculum cut back to its step."""
+    past it, or half-written, removed; the log and the curriculum cut back to its step. With several
+    ranks rank 0 does all that, and every rank resumes from the checkpoint it chose."""
+    ranks = run.ranks
+    if not ranks.is_main:  # the curriculum is rank 0's: the others never draw
+        resume = ranks.from_main(lambda: None)
+        return (Path(resume) if resume else None), Curriculum(CurriculumSettings.from_config(run.cfg.rl), run.cfg.seed)
+    resume, curriculum = _resume_on_main(run)
+    ranks.from_main(lambda: str(resume) if resume else None)
+    return resume, curriculum
+
+
+def _resume_on_main(run: RLRun) -> tuple[Path | None, Curriculum]:
     cfg, root = run.cfg, run.paths.rl_checkpoint
     resume = latest_complete_checkpoint(root) if run.resuming else None
     step0 = checkpoint_step(resume) if resume else 0
@@ -305,13 +342,16 @@ def _resume_point(run: RLRun) -> tuple[Path | None, Curriculum]:
 
 
 def _save_final_adapter(run: RLRun, trainer, tokenizer) -> int:
-    """The trained adapter to checkpoints/rl, marked final; -> the optimizer steps taken."""
+    """The trained adapter to checkpoints/rl, marked final, by rank 0 (every rank holds the same
+    weights under DDP); -> the optimizer steps taken."""
     steps = int(trainer.state.global_step)
-    policy = trainer.accelerator.unwrap_model(trainer.model)
-    models.save_checkpoint(policy, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra={
-        "stage": "rl", "method": METHOD, "steps": steps, "final": True,
-        "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    if run.ranks.is_main:
+        policy = trainer.accelerator.unwrap_model(trainer.model)
+        models.save_checkpoint(policy, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra={
+            "stage": "rl", "method": METHOD, "steps": steps, "final": True, "processes": run.ranks.world,
+            "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    run.ranks.barrier()
     return steps
 
 

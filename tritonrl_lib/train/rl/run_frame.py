@@ -12,6 +12,9 @@ below comes from RunPaths):
                         (written after verification: the round is never verified twice),
                         kept.jsonl, adapter/
     checkpoint-N/       GRPO: the Trainer's resumable checkpoints
+
+Several processes (distributed.py): rank 0 alone clears or resumes the folder and writes what
+`open_run` writes; the others wait for it and take its word on whether this is a resume.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from ...model import load as models
 from ...tasks.task import Task
 from ...verify.batch import training_verify_config
 from .best import read_best
+from .distributed import SINGLE, Ranks
 from .log import read_rl_log
 from .reward_tasks import tasks_for_training
 from .start import pool_by_level, select_rl_tasks, start_adapter
@@ -72,6 +76,7 @@ class RLRun:
     base_spec: str  # the base model every saved adapter names
     say: Callable[[str], None]
     t_start: float  # time.perf_counter() when the run was opened
+    ranks: Ranks = SINGLE  # the processes running it (distributed.py)
 
     @property
     def by_level(self) -> dict[int, list[Task]]:
@@ -91,9 +96,10 @@ class RLRun:
 
 
 def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequence[Task] | None,
-             force: bool, say: Callable[[str], None]) -> RLRun:
+             force: bool, say: Callable[[str], None], ranks: Ranks = SINGLE) -> RLRun:
     """Find the start adapter and the training tasks, and resume the RL folder when it holds this
-    very run (same fingerprint, not `force`); otherwise clear it and start a fresh state."""
+    very run (same fingerprint, not `force`); otherwise clear it and start a fresh state. With
+    several ranks, rank 0 decides and prepares the folder, and fills the model cache first."""
     from ..trainer import base_model_spec  # imports transformers, which reading a finished run never needs
 
     t_start = time.perf_counter()
@@ -101,21 +107,29 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
     start = start_adapter(paths)
     train_tasks = tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale)
     fp = fingerprint(cfg, method, start, [t.id for t in train_tasks])
-    resuming = prepare_state(paths, method, fp, force, say)
+    ranks.agree(fp, "the run's fingerprint")
+    resuming = ranks.from_main(lambda: prepare_state(paths, method, fp, force, say))
+    if ranks.world > 1:  # the model cache's one-time conversions (embedded GGUF, tiny build) by rank 0 alone
+        if ranks.is_main:
+            models.resolve_model(cfg.model.model, cfg.seed)
+        ranks.barrier()
     return RLRun(cfg, paths, method, start, train_tasks, fp, resuming, base_model_spec(cfg.model.model), say,
-                 t_start)
+                 t_start, ranks)
 
 
 @contextlib.contextmanager
-def verifier_pool(cfg: RunConfig, pool=None) -> Iterator[Any]:
+def verifier_pool(cfg: RunConfig, pool=None, ranks: Ranks = SINGLE) -> Iterator[Any]:
     """The pool to verify with: `pool` as given (left open), or a new one with the training rewards'
-    settings (`training_verify_config`: as many workers as the host's cores feed), closed at the end."""
+    settings (`training_verify_config`: as many workers as the host's cores feed), closed at the end.
+    With several ranks each has its own pool, its workers on the rank's GPU and its share of the
+    host's cores (`Ranks.pool_on_my_gpu`, `Ranks.pool_workers`); rank 0's shows progress."""
     if pool is not None:
         yield pool
         return
     from ...verify.pool import VerifierPool  # imports torch: only when this run starts its own pool
 
-    own = VerifierPool(training_verify_config(cfg))
+    with ranks.pool_on_my_gpu():
+        own = VerifierPool(training_verify_config(cfg), workers=ranks.pool_workers(cfg), progress=ranks.is_main)
     try:
         yield own
     finally:
