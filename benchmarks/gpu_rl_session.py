@@ -11,7 +11,8 @@ trainer checkpoints and marker, RL's rounds and GRPO's trainer checkpoints, eval
 with their fingerprints, an evaluation cut off mid-way per sample). An interrupt (SIGINT from
 `timeout -s INT`, Ctrl-C) stops the stage at once and still writes the summary and the export.
 
-Stages, in order (`--only a,b` runs some of them; the summary is always written):
+Stages, in order (`--only a,b` runs some of them, and `select` only when named; the summary is always
+written):
 
     data      01_data: tasks, the split (held-out set (a): one variant task of every train family;
               (b): held-out families), the verified SFT corpus            -> RESULTS/runs/base
@@ -52,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tritonrl_lib.core.jsonio import append_jsonl, read_json, read_jsonl, write_jsonl  # noqa: E402
 
 STAGES = ("data", "select", "sft", "best_of_n", "grpo", "eval")
+DEFAULT_STAGES = ("data", "sft", "best_of_n", "grpo", "eval")  # `select` runs when asked (--only)
 # SFT settings tried side by side on the GPU and chosen by their correct rate on the development set
 # (tasks/devset/: written independently of the generator, never KernelBench); `--variants` overrides
 DEFAULT_VARIANTS = "lora_r=64,lora_alpha=128,epochs=6;lora_r=16,lora_alpha=32,epochs=3"
@@ -356,6 +358,20 @@ def summarize(s: Session) -> dict:
                       f"{_pct(mm.get('correct_rate'))}{_interval(iv.get('correct_rate'))} | "
                       f"{_pct(mm.get('compiled_rate'))}{_interval(iv.get('compiled_rate'))} | "
                       f"{_pct(mm.get('valid_rate'))}{_interval(iv.get('valid_rate'))} |")
+    chosen = read_json(s.chosen_path, None)
+    if chosen:  # the SFT variants on the development set
+        rows = []
+        for i, v in enumerate(chosen["variants"]):
+            rec = read_json(s.root / "eval" / f"dev_sft_v{i}.json", None) or {}
+            m = rec.get("metrics") or {}
+            iv = (m.get("intervals") or {}).get("correct_rate")
+            rows.append({"SFT variant": ", ".join(f"{k}={val}" for k, val in v.items())
+                         + (" (chosen)" if i == chosen["variant"] else ""),
+                         "dev correct % [95% CI]": f"{m.get('correct_rate')}" + (f" [{iv[0]}, {iv[1]}]" if iv else ""),
+                         **{f"L{lvl} correct %": mm.get("correct_rate") for lvl, mm in (m.get("by_level") or {}).items()},
+                         "valid %": m.get("valid_rate"), "compiled %": m.get("compiled_rate")})
+        out["dev_set"] = rows
+        md += ["", md_table(rows, "SFT variants on the development set")]
     records = {st: read_json(s.root / "eval" / f"eval_{st}.json", None) for st in ("base", *EVAL_STAGES)}
     records = {st: rec for st, rec in records.items() if rec}
     kb_split = KB.load_split(s.base)
@@ -437,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                     help="override a setting of every stage, e.g. -p rounds=2 -p num_tasks=12")
     args = ap.parse_args(argv)
-    wanted = [x for x in args.only.split(",") if x] or list(STAGES)
+    wanted = [x for x in args.only.split(",") if x] or list(DEFAULT_STAGES)
     bad = [x for x in wanted if x not in STAGES]
     if bad:
         ap.error(f"--only: unknown stage(s) {', '.join(bad)}; choose among {', '.join(STAGES)}")

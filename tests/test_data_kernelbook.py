@@ -133,9 +133,10 @@ def test_limit_reads_the_first_rows():
 
 @pytest.mark.slow
 def test_verification_keeps_only_solutions_that_pass_and_reports_the_rate():
-    """The hand-written row, the (de-inductored) ScaledReLU and GatedLinear (its GEMM kept in
-    PyTorch, as the fusion policy allows) and the Tanh row, which calls libdevice (a GPU links NVIDIA's;
-    on the CPU the verifier fills it in for the interpreter), all pass."""
+    """The hand-written row, GatedLinear (its GEMM kept in PyTorch, as the fusion policy allows) and
+    the Tanh row, which calls libdevice (a GPU links NVIDIA's; on the CPU the verifier fills it in for
+    the interpreter), pass; the de-inductored ScaledReLU, whose output buffer is float32 whatever the
+    inputs, is rejected on the float16 set: an output's dtype must be the reference's on every set."""
     from tritonrl_lib.core.config import load_config
     from tritonrl_lib.data.split import make_split
     from tritonrl_lib.data.stage import kernelbook_examples
@@ -146,9 +147,8 @@ def test_verification_keeps_only_solutions_that_pass_and_reports_the_rate():
     with VerifierPool(load_config("smoke").verify, cache=False, progress=False) as pool:
         examples, summary = kernelbook_examples(kb, split, pool, verify=True)
     assert summary["rows"] == 8 and summary["kept"] == 4
-    assert [e.task_id for e in examples] == ["kernelbook/kb-0001", "kernelbook/kb-0002", "kernelbook/kb-0003",
-                                             "kernelbook/kb-0004"], summary
-    assert summary["pass_rate"] == 1.0 and not summary["verify_failures"]
+    assert [e.task_id for e in examples] == ["kernelbook/kb-0002", "kernelbook/kb-0003", "kernelbook/kb-0004"], summary
+    assert summary["pass_rate"] == 0.75 and summary["verify_failures"] == {"dtype_mismatch": 1}
     assert all(e.verified and e.origin == "kernelbook" for e in examples)
 
 

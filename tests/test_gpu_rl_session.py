@@ -63,3 +63,25 @@ def test_the_session_resumes_and_summarises(tmp_path):
     relog = [json.loads(line) for line in (later / "session_log.jsonl").read_text().splitlines()]
     assert [(r["stage"], r["result"].get("status", r["result"].get("skipped"))) for r in relog] == \
         [("data", True), ("sft", "already_done")]
+
+
+@pytest.mark.slow
+def test_select_trains_the_variants_and_keeps_the_best_on_the_development_set(tmp_path):
+    results = tmp_path / "s"
+    run = session(results, "--only", "data,select,sft", "--variants", "lora_r=4,epochs=1;lora_r=8,epochs=1",
+                  "--dev-k", "1")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    chosen = json.loads((results / "chosen_sft.json").read_text())
+    assert chosen["variants"] == [{"lora_r": 4, "epochs": 1}, {"lora_r": 8, "epochs": 1}]
+    assert chosen["overrides"] == chosen["variants"][chosen["variant"]] and len(chosen["scores"]) == 2
+    for i in range(2):  # each variant evaluated on every task of the development set
+        rec = json.loads((results / "eval" / f"dev_sft_v{i}.json").read_text())
+        assert rec["task_source"] == "devset" and rec["num_tasks"] >= 48
+    log = [json.loads(line) for line in (results / "session_log.jsonl").read_text().splitlines()]
+    sft = next(r for r in log if r["stage"] == "sft")
+    assert sft["result"]["status"] == "already_done"  # the chosen variant's adapter is the run's SFT
+    marker = json.loads((results / "runs" / "base" / "checkpoints" / "sft" / "tritonrl_model.json").read_text())
+    assert marker["fingerprint"]["model"]["lora_r"] == chosen["overrides"]["lora_r"]
+    summary = json.loads((results / "summary.json").read_text())
+    assert [r["SFT variant"].endswith("(chosen)") for r in summary["dev_set"]].count(True) == 1
+

@@ -243,7 +243,10 @@ def reference_section(ref: Mapping[str, Any]) -> list[str]:
              f"kept as JSON in <code>docs/benchmarks/reference_gpu_run.json</code> (no weights) so that a demonstration "
              "shows what the method does at a size where its numbers mean something. This run's own figures are "
              "above and below.</p>"]
-    for key, title in (("kernelbench", "Held-out KernelBench problems (published sizes)"),
+    if ref.get("partial"):
+        parts.append(f"<p class='note'><b>Partial.</b> {html.escape(str(ref['partial']))}</p>")
+    for key, title in (("dev_set", "SFT settings chosen on the development set (hand-written tasks)"),
+                       ("kernelbench", "Held-out KernelBench problems (published sizes)"),
                        ("kernelbench_categories", "Held-out KernelBench problems per category"),
                        ("builtin", "The built-in held-out sets"), ("vs_sft", "RL minus SFT"),
                        ("rl_rounds", "RL, step by step (training tasks)")):

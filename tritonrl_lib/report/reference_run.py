@@ -3,8 +3,9 @@ report shows beside its own: a cpu run shows what the method does at a size wher
 nothing, and this shows what it did where they do, labelled as another run's.
 
 `docs/benchmarks/reference_gpu_run.json` is written by `benchmarks/gpu_rl_session.py --reference`
-from a session's summary: when and where it was measured, the command, and its tables (held-out
-KernelBench per level and category, the built-in held-out sets, RL minus SFT, RL per round).
+from a session's summary: when and where it was measured, the command, and its tables (the SFT
+variants on the development set, held-out KernelBench per level and category, the built-in held-out
+sets, RL minus SFT, RL per round), and, where the run stopped short, `partial`: what is missing and why.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from ..core.jsonio import DamagedFile, read_json
 from ..core.paths import project_root
 
 REFERENCE_FILE = Path("docs") / "benchmarks" / "reference_gpu_run.json"
-TABLES = ("kernelbench", "kernelbench_categories", "builtin", "vs_sft", "rl_rounds")
 REQUIRED = ("measured", "machine", "command", "tables")
 
 
@@ -57,5 +57,5 @@ def reference_from_summary(summary: dict[str, Any], *, measured: str, machine: s
                            "groups with signal": r.get("signal"), "seconds": r.get("step_s")})
     return {"measured": measured, "machine": machine, "command": command, "profile": summary.get("profile"),
             "overrides": summary.get("overrides"),
-            "tables": {"kernelbench": kb.get("headline", []), "kernelbench_categories": kb.get("categories", []),
+            "tables": {"dev_set": summary.get("dev_set", []), "kernelbench": kb.get("headline", []), "kernelbench_categories": kb.get("categories", []),
                        "builtin": builtin, "vs_sft": diffs, "rl_rounds": rounds}}
