@@ -68,17 +68,14 @@ PROFILE_WORDS = {
             "on a CPU (Triton kernels run in Triton's interpreter, nothing is timed). It shows each stage "
             "working end to end; its rates say nothing about the method."),
 }
-GPU_RUN_MINUTES = "30-35"  # the gpu profile's stages measured one by one on an H100 (docs/RESULTS.md, issue 17)
-
-
 def gpu_run_sentence() -> str:
     """What a run of the `gpu` profile does, read from the profile itself (so it cannot go stale)."""
-    head = (f"A run of the `gpu` profile (`make run` on a machine with a GPU; its stages, measured one by one, "
-            f"add up to {GPU_RUN_MINUTES} minutes on one H100)")
     try:
         g = load_config("gpu")
     except (ConfigError, OSError):
-        return head + " is measured in docs/RESULTS.md."
+        return "A run of the `gpu` profile (`make run` on a machine with a GPU) is measured in docs/RESULTS.md."
+    head = ("A run of the `gpu` profile (`make run` on a machine with a GPU; its stages, measured one by one, "
+            f"add up to about {g.expected_minutes:g} minutes on one H100, params/gpu.yaml says which)")
     rl = (f"{g.rl.rounds} rounds of best-of-N" if g.rl.method == "best_of_n" else f"{g.rl.grpo_steps} GRPO steps")
     return (f"{head} fine-tunes (LoRA r={g.model.lora_r}) on {g.data.n_sft_examples:,} verified examples for "
             f"{g.sft.epochs:g} epochs, runs {rl}, and evaluates {g.eval.eval_k} samples per task on "
