@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -36,6 +35,7 @@ from ..model.load import checkpoint_complete
 from ..run import state as run_state
 from ..train.rl.log import seen_before
 from . import kernelbench as KB
+from .contents import Report, RunData
 from .html import parse_table, render_html  # noqa: F401  (parse_table: the report's readers)
 from .reference_run import load_reference
 from .steps import StepState, cost_rows, counted_timings, step_lines, step_states
@@ -55,20 +55,6 @@ STEP_OF_LOG = {"sft_log": "02_sft", "rl_log": "03_rl", "curriculum_log": "03_rl"
 
 
 # --------------------------------------------------------------------------- reading the run
-
-
-@dataclass
-class RunData:
-    records: dict[str, dict[str, Any]]
-    sft_log: list[dict[str, Any]]
-    rl_log: list[dict[str, Any]]
-    curriculum_log: list[dict[str, Any]]
-    timings: dict[str, dict[str, Any]]
-    rl_best: dict[str, Any] | None
-    missing: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)  # results left out: their inputs changed since
-    caveats: list[str] = field(default_factory=list)  # results kept, made otherwise than this report's settings
-    steps: dict[str, StepState] = field(default_factory=dict)  # how each notebook's last run ended
 
 
 def _log(paths: RunPaths, name: str, problems: list[str]) -> list[dict[str, Any]]:
@@ -308,27 +294,6 @@ def _pct(x: float | None) -> str:
 
 
 # --------------------------------------------------------------------------- the report
-
-
-@dataclass
-class Report:
-    html_path: Path
-    charts: dict[str, Path]  # the charts drawn, saved under charts/
-    tables: dict[str, list[dict[str, Any]]]
-    missing: list[str]
-    headline: list[str]
-    stale: list[str] = field(default_factory=list)
-    caveats: list[str] = field(default_factory=list)
-    no_chart: dict[str, str] = field(default_factory=dict)  # chart name -> why there is none
-    description: list[str] = field(default_factory=list)  # what the run was
-    demonstration: bool = False
-    reference: dict[str, Any] | None = None  # a real GPU run's tables, shown beside a demonstration
-
-    def frames(self):
-        """The tables as pandas DataFrames (for display in a notebook)."""
-        import pandas as pd
-
-        return {name: pd.DataFrame(rows) for name, rows in self.tables.items()}
 
 
 def draw(cfg: RunConfig, data: RunData, cost: list[dict[str, Any]]) -> dict[str, C.Chart]:

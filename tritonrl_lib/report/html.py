@@ -9,15 +9,14 @@ import os
 import re
 import time
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..core.config import RunConfig
 from ..core.paths import RunPaths, project_root
 from ..eval.baselines import NOTE_PREFIX
+from .contents import Report, RunData
 from .text import Example, best_policy_sentence, verdict_sentence
 
-if TYPE_CHECKING:
-    from .build import Report, RunData
 
 # the most of one reply the page shows (a reply can run to the token limit)
 EXAMPLE_LINES, EXAMPLE_CHARS = 80, 6000
@@ -171,7 +170,7 @@ FAST_P_LABELS = {"fast_0": "fast_0 %", "fast_1.0": "fast_1.0 %", "fast_1.5": "fa
                  "geomean_speedup": "geomean speedup"}
 
 
-def speed_section(data: "RunData", rows: Sequence[Mapping[str, Any]]) -> str:
+def speed_section(data: RunData, rows: Sequence[Mapping[str, Any]]) -> str:
     """fast_p at 0 / 1.0 / 1.5 / 2.0 and the geometric-mean speedup, against the verifier's own eager
     timing and, where this machine's baselines were attached, against stored eager and torch.compile
     times; a sentence where torch.compile was not measured."""
@@ -277,7 +276,7 @@ def kernelbench_section(tables: Mapping[str, Any], answers: Sequence[Example]) -
     return parts
 
 
-def render_html(cfg: RunConfig, paths: RunPaths, data: "RunData", report: "Report",
+def render_html(cfg: RunConfig, paths: RunPaths, data: RunData, report: Report,
                 pngs: Mapping[str, bytes], examples: Sequence[Example],
                 kernelbench_answers: Sequence[Example] = ()) -> str:
     esc = html.escape
