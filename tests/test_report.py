@@ -87,12 +87,15 @@ def test_full_report_has_every_section(cfg):
     assert float(rl_all["geomean speedup"]) == pytest.approx((2.6 * 1.1 * 0.9 * 1.3) ** 0.25, abs=0.01)
     assert rows[0]["correct %"] == "0.00"
     # every chart, on disk and embedded in the page
-    assert set(report.charts) == {"funnel", "sft_loss", "rl_curves", "curriculum", "speedup", "failures", "wall_clock"}
+    # a CPU demonstration also draws the kept GPU run's figures ("reference"), labelled as another run's
+    assert report.demonstration and "reference" in report.charts
+    assert set(report.charts) - {"reference"} == {"funnel", "sft_loss", "rl_curves", "curriculum", "speedup",
+                                                  "failures", "wall_clock"}
     for path in report.charts.values():
         assert path.is_file() and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert path.parent == paths.charts_dir
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 7 and all(base64.b64decode(b)[:4] == b"\x89PNG" for b in images)
+    assert len(images) == 8 and all(base64.b64decode(b)[:4] == b"\x89PNG" for b in images)
     # published figures beside ours, each labelled as another model on another task set
     comp = parse_table(page, "comparison")
     others = [r for r in comp if "other model" in r["model"]]
@@ -134,7 +137,7 @@ def test_report_of_a_run_with_only_a_base_eval_says_what_is_missing(cfg):
     assert "sft: no trained model" in text and "run 02_sft" in text
     assert "rl: no trained model" in text and "run 03_rl" in text
     assert "no log at" in text
-    assert set(report.charts) == {"funnel"}  # nothing to draw the rest from, and the page says why
+    assert set(report.charts) - {"reference"} == {"funnel"}  # nothing to draw the rest from; the page says why
     assert "timing runs only on a GPU" in report.no_chart["speedup"]
     assert "one reason" in report.no_chart["failures"] and "no_code" in report.no_chart["failures"]
     for name in ("sft_loss", "rl_curves", "curriculum", "speedup", "failures", "wall_clock"):
@@ -169,7 +172,7 @@ def test_report_with_a_trained_but_unevaluated_stage_points_at_04_eval(cfg):
 def test_empty_run_still_renders(cfg):
     report = build_report(cfg, cfg.paths.ensure())
     page = report.html_path.read_text()
-    assert "No results yet" in page and report.charts == {}
+    assert "No results yet" in page and set(report.charts) <= {"reference"}  # only the kept run's figures
     assert parse_table(page, "metrics") == []
 
 

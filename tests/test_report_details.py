@@ -167,9 +167,12 @@ def test_a_demonstration_shows_a_kept_gpu_run_labelled_as_another_run(tmp_path, 
     text = page_text(demo)
     assert "What a real run on one GPU gave (another run, kept in the repository)" in text and "Not this run." in text
     assert parse_table(demo.html_path.read_text(), "reference_kernelbench")[0]["correct % [95% CI]"] == "12.1 [5.0, 20.0]"
+    assert "reference" in demo.charts and demo.charts["reference"].is_file()  # its figures drawn too
+    assert '<img alt="kept run"' in demo.html_path.read_text()
     cfg, paths = gpu_run(tmp_path / "b")  # a real run shows its own figures only
     real = build_report(cfg, paths)
     assert real.reference is None and "another run, kept in the repository" not in page_text(real)
+    assert "reference" not in real.charts
     # the kept file is made from a session's summary: the KernelBench tables and the built-in sets
     summary = {"profile": "gpu", "kernelbench": {"headline": REFERENCE["tables"]["kernelbench"], "categories": []},
                "eval": {"sft": {"metrics": {"by_set": {"tasks": {"num_tasks": 10, "num_samples": 40,

@@ -317,7 +317,10 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
     pngs: dict[str, bytes] = {}
     no_chart: dict[str, str] = {}
     cost = timings_table(data.timings, data.steps)
-    for name, chart in draw(cfg, data, cost).items():
+    description, demo = run_description(cfg, data.records)
+    reference = load_reference() if demo else None  # a real GPU run's tables, beside a demonstration's own
+    drawn = draw(cfg, data, cost) | ({"reference": C.reference_chart(reference)} if reference else {})
+    for name, chart in drawn.items():
         out = paths.chart(f"report_{name}")
         if isinstance(chart, C.NoChart):
             no_chart[name] = chart.reason
@@ -343,10 +346,9 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         "scale_cost": scale_cost_table() if on_gpu(cfg, data) else [],
         "settings": settings_table(cfg),
     }
-    description, demo = run_description(cfg, data.records)
     report = Report(paths.report_html, charts, tables, data.missing, KB.headline_lines(data.records, kb_split)
                     + headline(data), data.stale, data.caveats, no_chart, description, demo,
-                    load_reference() if demo else None)
+                    reference)
     page = render_html(cfg, paths, data, report, pngs, pick_examples(data.records), KB.answers(data.records))
     paths.report_html.parent.mkdir(parents=True, exist_ok=True)
     tmp = paths.report_html.with_name(f".{paths.report_html.name}.tmp")

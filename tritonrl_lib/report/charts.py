@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -401,3 +402,51 @@ def _duration(seconds: float) -> str:
         return "?"
     m, s = divmod(int(round(seconds)), 60)
     return f"{m}m {s:02d}s" if m else f"{s}s"
+
+
+def _leading_number(cell: Any) -> float | None:
+    """17.0 from "17.0 [8.0, 27.0]", 65.0 from 65.0; None from "not measured ..." or n/a."""
+    if isinstance(cell, (int, float)):
+        return float(cell)
+    m = re.match(r"\s*(-?\d+(?:\.\d+)?)", str(cell or ""))
+    return float(m.group(1)) if m else None
+
+
+def reference_chart(ref: Mapping[str, Any]) -> Chart:
+    """A kept GPU run's figures (report/reference_run.py): on held-out KernelBench, valid and correct %
+    per model and level (an unmeasured rate marked n/a); on the development set, each SFT variant's
+    correct %."""
+    kb = ref.get("tables", {}).get("kernelbench") or []
+    dev = ref.get("tables", {}).get("dev_set") or []
+    if not kb and not dev:
+        return NoChart("the kept run holds no KernelBench or development-set table")
+    panels = [p for p in (("kb", kb), ("dev", dev)) if p[1]]
+    fig = Figure(figsize=(5.2 * len(panels), 3.6))
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (kind, rows) in zip(axes, panels):
+        if kind == "kb":
+            labels = [f"{r['stage'].split(' ')[0]} {r['level']}" for r in rows]
+            for k, (key, color) in enumerate((("valid %", "#9ecae1"), ("correct % [95% CI]", "#31a354"))):
+                vals = [_leading_number(r.get(key)) for r in rows]
+                xs = [i + (k - 0.5) * 0.4 for i in range(len(rows))]
+                ax.bar(xs, [v or 0.0 for v in vals], width=0.38, color=color, label=key.split(" [")[0])
+                for x, v in zip(xs, vals):
+                    ax.annotate("n/a" if v is None else f"{v:.0f}", (x, (v or 0.0) + 1.5), ha="center", fontsize=7)
+            ax.set_xticks(range(len(rows)), labels, fontsize=8)
+            ax.set_title("held-out KernelBench, published sizes", fontsize=9)
+            ax.legend(fontsize=7, loc="upper left")
+        else:
+            labels = [r["SFT variant"].replace(" (chosen)", "\n(chosen)") for r in rows]
+            vals = [_leading_number(r.get("dev correct % [95% CI]")) for r in rows]
+            ax.bar(range(len(rows)), [v or 0.0 for v in vals], color="#31a354")
+            for x, v in enumerate(vals):
+                ax.annotate("n/a" if v is None else f"{v:.1f}", (x, (v or 0.0) + 1.5), ha="center", fontsize=8)
+            ax.set_xticks(range(len(rows)), labels, fontsize=7)
+            ax.set_title("SFT variants on the development set: correct %", fontsize=9)
+        ax.set_ylim(0, 108)
+        ax.set_ylabel("% of samples")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(f"Another run, kept in the repository: measured {ref.get('measured', '?')} on "
+                 f"{ref.get('machine', '?')}", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -232,7 +232,7 @@ def cost_section(tables: Mapping[str, Any], pngs: Mapping[str, bytes], no_chart:
     return parts
 
 
-def reference_section(ref: Mapping[str, Any]) -> list[str]:
+def reference_section(ref: Mapping[str, Any], pngs: Mapping[str, bytes], no_chart: Mapping[str, str]) -> list[str]:
     """A real GPU run's tables, kept in the repository, shown beside a demonstration: another run's,
     and said so before anything else."""
     t = ref["tables"]
@@ -244,6 +244,7 @@ def reference_section(ref: Mapping[str, Any]) -> list[str]:
              "above and below.</p>"]
     if ref.get("partial"):
         parts.append(f"<p class='note'><b>Partial.</b> {html.escape(str(ref['partial']))}</p>")
+    parts.append(_img(pngs, no_chart, "reference", "kept run"))
     for key, title in (("dev_set", "SFT settings chosen on the development set (hand-written tasks)"),
                        ("kernelbench", "Held-out KernelBench problems (published sizes)"),
                        ("kernelbench_categories", "Held-out KernelBench problems per category"),
@@ -308,7 +309,7 @@ def render_html(cfg: RunConfig, paths: RunPaths, data: RunData, report: Report,
     if tables.get("kernelbench"):
         parts.extend(kernelbench_section(tables, kernelbench_answers))
     if report.demonstration and report.reference:
-        parts.extend(reference_section(report.reference))
+        parts.extend(reference_section(report.reference, pngs, no_chart))
 
     parts.append("<h2>Evaluation metrics</h2>")
     parts.append("<p>Percent of samples per model and task level (Level 1: one operation; Level 2: several fused). "
