@@ -288,10 +288,18 @@ def test_an_rl_adapter_identical_to_the_sft_one_reuses_its_record(run_dir, monke
     monkeypatch.setattr(E, "sample_model", fake_sample)
     sft = E.evaluate_model(cfg, str(paths.checkpoint("sft")), tasks, model_stage="sft",
                            adapter=paths.checkpoint("sft"), out=paths.eval_file("sft"), progress=False, log=quiet)
-    logged = []
+    logged, attached = [], []
+    real_attach = E.attach_to_record
+
+    def spy_attach(rec, *args):  # baselines stored since the twin was made reach the reused record too
+        attached.append(rec.get("stage"))
+        return real_attach(rec, *args)
+
+    monkeypatch.setattr(E, "attach_to_record", spy_attach)
     rl = E.evaluate_model(cfg, str(paths.checkpoint("rl")), tasks, model_stage="rl", adapter=paths.checkpoint("rl"),
                           out=paths.eval_file("rl"), progress=False, log=logged.append)
     assert len(generated) == 1 and rl.status == "reused" and "byte for byte" in logged[-1]
+    assert attached == ["rl"]
     on_disk = json.loads(paths.eval_file("rl").read_text())
     assert on_disk["stage"] == "rl" and on_disk["reused_from"] == "sft"
     assert [r["model_stage"] for r in on_disk["detailed_results"]] == ["rl"]

@@ -263,6 +263,7 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
         twin = twin_record(out, spec, fp)
         if twin is not None:
             name, rec = twin
+            attach_to_record(rec, tasks, *baselines, cfg.eval.bootstrap_resamples)  # as for its own record
             write_record(out, rec)
             log(f"{model_stage}: its weights are byte for byte those of {name}, evaluated on the same tasks with "
                 f"the same settings: {name}'s record reused as {out.name}, not generated again")
