@@ -11,7 +11,7 @@ import shutil
 import torch
 from safetensors.torch import save_file
 
-from tritonrl_lib.eval.identity import model_identity
+from tritonrl_lib.eval.identity import model_identity, weights_identity
 
 
 def _adapter(folder, scale: float = 1.0):
@@ -48,3 +48,38 @@ def test_one_changed_weight_is_another_model(tmp_path):
 def test_names_stand_for_themselves(tmp_path):
     assert model_identity("embedded") == "embedded"
     assert model_identity("Qwen/Qwen2.5-0.5B-Instruct") == "Qwen/Qwen2.5-0.5B-Instruct"
+
+
+def _fixed_folder(folder):
+    """A checkpoint folder of fixed bytes: every file either digest reads, and one neither does."""
+    folder.mkdir(parents=True)
+    (folder / "tritonrl_model.json").write_bytes(b'{"stage": "sft", "run": "r1"}')
+    (folder / "adapter_config.json").write_bytes(b'{"r": 4, "lora_alpha": 8}')
+    (folder / "config.json").write_bytes(b'{"hidden_size": 64}')
+    (folder / "adapter_model.safetensors").write_bytes(bytes(range(256)) * 4)
+    (folder / "extra.bin").write_bytes(b"\x00\x01weights")
+    (folder / "README.md").write_bytes(b"not hashed")
+    return folder
+
+
+def test_identities_of_fixed_bytes_are_pinned(tmp_path):
+    """Evaluation records already on disk hold these digests: a change to how a folder is hashed
+    would make every earlier record look stale (or, worse, another model's record look current)."""
+    full = _fixed_folder(tmp_path / "full")
+    assert model_identity(str(full)) == "5091a7019ea81f4b"
+    assert weights_identity(str(full)) == "185554fb168c65b9"
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "config.json").write_bytes(b'{"hidden_size": 64}')
+    assert model_identity(str(bare)) == "c20b30bb36f28bd1"  # a folder without weights still has a model identity
+    assert weights_identity(str(bare)) is None  # ... but no weights identity
+    assert weights_identity(str(tmp_path / "absent")) is None
+
+
+def test_weights_identity_ignores_the_marker_and_model_identity_does_not(tmp_path):
+    first = _fixed_folder(tmp_path / "a")
+    second = _fixed_folder(tmp_path / "b")
+    (second / "tritonrl_model.json").write_bytes(b'{"stage": "rl", "run": "r2"}')
+    (second / "README.md").write_bytes(b"other notes")
+    assert weights_identity(str(second)) == weights_identity(str(first))
+    assert model_identity(str(second)) != model_identity(str(first))

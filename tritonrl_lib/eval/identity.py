@@ -56,6 +56,24 @@ def _weights_digest(f: Path) -> str:
     return _WEIGHT_DIGESTS[key]
 
 
+def _weights(p: Path) -> list[Path]:
+    return sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin"))
+
+
+def _folder_digest(p: Path, configs: tuple[str, ...], name_configs: bool) -> str:
+    """The digest of a folder's `configs` (those present; their bytes, after their file name with
+    `name_configs`) and its weights' names and bytes. Both identities below are this with their own
+    arguments; the bytes fed in are fixed, since records saved earlier hold the results."""
+    h = hashlib.sha256()
+    for name in configs:
+        f = p / name
+        if f.is_file():
+            h.update((name.encode() if name_configs else b"") + f.read_bytes())
+    for f in _weights(p):
+        h.update(f"{f.name}:{_weights_digest(f)}".encode())
+    return h.hexdigest()[:16]
+
+
 def model_identity(spec: str) -> str:
     """A hash of what a spec loads: a folder's config/marker and weights' bytes, or the spec string
     itself (`embedded`, `tiny`, a hub id: their content is fixed by name). The weights' content, not
@@ -64,14 +82,7 @@ def model_identity(spec: str) -> str:
     p = Path(spec).expanduser()
     if spec in ("embedded", "tiny") or not p.is_dir():
         return spec
-    h = hashlib.sha256()
-    for name in ("tritonrl_model.json", "adapter_config.json", "config.json"):
-        f = p / name
-        if f.is_file():
-            h.update(f.read_bytes())
-    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
-        h.update(f"{f.name}:{_weights_digest(f)}".encode())
-    return h.hexdigest()[:16]
+    return _folder_digest(p, ("tritonrl_model.json", "adapter_config.json", "config.json"), name_configs=False)
 
 
 def weights_identity(spec: str) -> str | None:
@@ -80,13 +91,6 @@ def weights_identity(spec: str) -> str | None:
     same model whatever trained them: an RL run that kept nothing saves the SFT adapter again. None
     for a spec that is not a folder of weights."""
     p = Path(spec).expanduser()
-    weights = sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")) if p.is_dir() else []
-    if not weights:
+    if not p.is_dir() or not _weights(p):
         return None
-    h = hashlib.sha256()
-    for name in ("adapter_config.json", "config.json"):
-        if (p / name).is_file():
-            h.update(name.encode() + (p / name).read_bytes())
-    for f in weights:
-        h.update(f"{f.name}:{_weights_digest(f)}".encode())
-    return h.hexdigest()[:16]
+    return _folder_digest(p, ("adapter_config.json", "config.json"), name_configs=True)
