@@ -18,7 +18,7 @@ from tritonrl_lib.report import kernelbench as KB
 from tritonrl_lib.tasks.kernelbench import (KernelBenchSplit, category, load_kernelbench, make_kernelbench_split)
 from tritonrl_lib.tasks.loaders import TaskSourceError
 from tritonrl_lib.tasks.task import Task
-from tritonrl_lib.train.rl.start import select_rl_tasks
+from tritonrl_lib.train.rl.start import RLStartError, select_rl_tasks
 
 ELEMENTWISE = "return torch.{op}(x)"
 
@@ -178,6 +178,10 @@ def test_rl_trains_on_the_train_part_and_never_on_a_heldout_problem(tmp_path, ch
     assert not set(split.heldout_ids) & {t.id for t in select_rl_tasks(also, paths)}
     with pytest.raises(ConfigError, match="held out for evaluation"):
         select_rl_tasks(cfg_for(tmp_path, checkout, rl_tasks=split.heldout_ids[0]), paths)
+    # a checkout edited after the split: RL refuses rather than train on problems the split never saw
+    (checkout / "KernelBench" / "level1" / "19_ReLU.py").write_text(_module("return torch.relu(x) * 1.0"))
+    with pytest.raises(RLStartError, match="changed since 01_data split it; run the data stage again"):
+        select_rl_tasks(cfg, paths)
 
 
 def test_evaluation_adds_the_heldout_part_at_published_sizes(tmp_path, checkout):

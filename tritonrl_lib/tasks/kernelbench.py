@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field
@@ -44,10 +45,11 @@ _L1_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reduction", ("reduction", "argmax", "argmin", "sum", "mean", "max_", "min_", "prod")),
     ("matmul", ("matmul", "matrix", "gemm", "bmm", "matvec", "outer")),
 )
+_CONV_CALLS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+                         "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})
 # calls in a source (attribute or function names), for problems whose name says nothing
 _L1_CALLS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("conv", frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-                        "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"})),
+    ("conv", _CONV_CALLS),
     ("attention", frozenset({"scaled_dot_product_attention", "MultiheadAttention"})),
     ("loss", frozenset({"mse_loss", "cross_entropy", "kl_div", "smooth_l1_loss", "l1_loss", "nll_loss",
                         "triplet_margin_loss", "hinge_embedding_loss", "cosine_similarity", "MSELoss",
@@ -63,7 +65,7 @@ _L1_CALLS: tuple[tuple[str, frozenset[str]], ...] = (
     ("reduction", frozenset({"sum", "mean", "amax", "amin", "argmax", "argmin", "prod", "logsumexp"})),
     ("matmul", frozenset({"matmul", "mm", "bmm", "mv", "einsum", "outer", "Linear", "linear"})),
 )
-_HEAVY_CONV = frozenset(c for c in _L1_CALLS[0][1])
+_HEAVY_CONV = _CONV_CALLS
 _HEAVY_GEMM = frozenset({"Linear", "linear", "matmul", "mm", "bmm", "addmm", "einsum"})
 # in a Level-2 name, a part after the heavy op that reduces, normalises or pools
 _L2_REDUCING = ("sum", "mean", "max", "min", "logsumexp", "softmax", "norm", "pool", "argmax", "argmin",
@@ -154,13 +156,17 @@ class KernelBenchSplit:
             return "heldout"
         return "train" if task_id in self._train else None
 
-    @property
-    def _heldout(self) -> frozenset[str]:
+    @functools.cached_property
+    def _heldout(self) -> frozenset[str]:  # side() runs once per task: the sets are made once
         return frozenset(self.heldout_ids)
 
-    @property
+    @functools.cached_property
     def _train(self) -> frozenset[str]:
         return frozenset(self.train_ids)
+
+
+class SplitOutOfDate(ValueError):
+    """The checkout's problems are not the ones the split was made of (edited, or another checkout)."""
 
 
 def sources_digest(tasks: Iterable[Task]) -> str:
@@ -185,7 +191,8 @@ def make_kernelbench_split(tasks: Sequence[Task], seed: int, heldout_fraction: f
     if not 0.0 < heldout_fraction < 1.0:
         raise ValueError(f"kernelbench_heldout_fraction={heldout_fraction} must be between 0 and 1 (exclusive)")
     chosen = [t for t in tasks if t.level in LEVELS]
-    cats = {t.id: category(t) for t in chosen}
+    # load_kernelbench tagged them already; a task from elsewhere is tagged here
+    cats = {t.id: t.category if t.category in CATEGORIES[t.level] else category(t) for t in chosen}
     strata: dict[tuple[int, str], list[Task]] = {}
     for t in chosen:
         strata.setdefault((t.level, cats[t.id]), []).append(t)
@@ -213,6 +220,15 @@ def _tagged(task: Task) -> Task:
 
 
 def split_tasks(tasks: Sequence[Task], split: KernelBenchSplit, side: str) -> list[Task]:
-    """The problems of one side of the split ("train" or "heldout"), tagged with their category."""
+    """The problems of one side of the split ("train" or "heldout"), in the tasks' order."""
     ids = set(split.train_ids if side == "train" else split.heldout_ids)
     return [t for t in tasks if t.id in ids]
+
+
+def split_side_tasks(split: KernelBenchSplit, side: str, checkout: str | Path = "") -> list[Task]:
+    """One side of the split, read from the checkout it was made of (`checkout` where the split names
+    none); SplitOutOfDate when the problems there changed since, TaskSourceError when it cannot be read."""
+    tasks = load_kernelbench(split.checkout or checkout)
+    if sources_digest(tasks) != split.sources_digest:
+        raise SplitOutOfDate(f"the KernelBench checkout at {split.checkout or checkout} changed since 01_data split it")
+    return split_tasks(tasks, split, side)

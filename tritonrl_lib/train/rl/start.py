@@ -13,7 +13,7 @@ from ...core.paths import RunPaths
 from ...data.split import SplitUnavailable, is_heldout, load_run_split
 from ...model import load as models
 from ...tasks import load_tasks
-from ...tasks.kernelbench import KernelBenchSplit, load_kernelbench, sources_digest, split_tasks
+from ...tasks.kernelbench import KernelBenchSplit, SplitOutOfDate, split_side_tasks
 from ...tasks.task import Task
 
 
@@ -50,17 +50,15 @@ def kernelbench_split(cfg: RunConfig, paths: RunPaths) -> KernelBenchSplit | Non
     return KernelBenchSplit.load(paths.kernelbench_split)
 
 
-def kernelbench_train_tasks(cfg: RunConfig, paths: RunPaths) -> list[Task]:
+def kernelbench_train_tasks(cfg: RunConfig, split: KernelBenchSplit | None) -> list[Task]:
     """The train part of the run's KernelBench split, read from the checkout the split was made of
     (published sizes: RL's `train_task_scale` shrinks them like any other task)."""
-    split = kernelbench_split(cfg, paths)
     if split is None:
         return []
-    tasks = load_kernelbench(split.checkout or cfg.data.kernelbench)
-    if sources_digest(tasks) != split.sources_digest:
-        raise RLStartError(f"the KernelBench checkout at {split.checkout} changed since 01_data split it; "
-                           "run the data stage again so the split matches the problems")
-    return split_tasks(tasks, split, "train")
+    try:
+        return split_side_tasks(split, "train", cfg.data.kernelbench)
+    except SplitOutOfDate as e:
+        raise RLStartError(f"{e}; run the data stage again so the split matches the problems") from None
 
 
 def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequence[Task] | None = None) -> list[Task]:
@@ -76,7 +74,7 @@ def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequen
     if tasks is None:
         tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
     kb_split = kernelbench_split(cfg, paths)
-    kb_train = kernelbench_train_tasks(cfg, paths) if kb_split is not None else []
+    kb_train = kernelbench_train_tasks(cfg, kb_split)
     kb_ids = {t.id for t in kb_train}
     # a held-out KernelBench problem never reaches RL, whatever task_source also loads it
     tasks = [t for t in tasks if t.id not in kb_ids and (kb_split is None or kb_split.side(t.id) != "heldout")]
