@@ -199,6 +199,18 @@ def test_sizes_of_input_expressions():
     assert shape_of("torch.randint(0, num_classes, (batch_size,))") == "(batch_size,)"
 
 
+def test_a_shape_passed_as_one_tuple_is_read_as_its_dimensions():
+    # the docstring and the size count read the same dimensions, whichever way the shape is written
+    values = {"a": 3, "b": 5, "n": 10}
+    for expr in ("torch.rand(a, b)", "torch.rand((a, b))", "torch.randn([a, b])", "torch.zeros((a, b), dtype=torch.float16)"):
+        assert shape_of(expr) == "(a, b)", expr
+        assert expr_numel(expr, values) == 15, expr
+    assert shape_of("torch.randint(n, (a, b))") == "(a, b)"  # randint(high, size)
+    assert shape_of("torch.rand((a,))") == "(a,)"
+    assert shape_of("3.14") is None and shape_of("x +") is None
+    assert expr_numel("torch.randn(a, unknown)", values) == 0
+
+
 def test_offsets_forms():
     style = dataclasses.replace(DEFAULT_STYLE, int64=True)
     assert block_offsets(DEFAULT_STYLE, "pid", "BLOCK", "offs") == ["offs = pid * BLOCK + tl.arange(0, BLOCK)"]

@@ -16,6 +16,8 @@ import math
 import random
 from typing import Callable, Sequence
 
+from .surface import draw_dims
+
 INT32_SAFE = 2**31 - 2**20  # element counts at or past this need 64-bit offsets (pid * BLOCK wraps near 2**31)
 MAX_ELEMENTS = 2**32  # the largest tensor a published-scale prompt shows (16 GiB in fp32)
 
@@ -70,21 +72,8 @@ def _eval(node: ast.AST, values: dict[str, object]) -> int | None:
 def expr_numel(expr: str, values: dict[str, object]) -> int:
     """Elements of the tensor an input expression draws (`torch.randn(batch_size, dim)`), sizes
     read from `values`; 0 for a number or an expression it cannot size."""
-    try:
-        tree = ast.parse(expr, mode="eval")
-    except SyntaxError:
-        return 0
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                node.func.attr in ("rand", "randn", "randint", "ones", "zeros", "empty"):
-            args = list(node.args)
-            if node.func.attr == "randint":
-                args = args[2:] if len(args) > 2 else args[1:]
-                if args and isinstance(args[0], ast.Tuple):
-                    args = list(args[0].elts)
-            dims = [_eval(a, values) for a in args]
-            return math.prod(dims) if dims and all(d is not None for d in dims) else 0
-    return 0
+    dims = [_eval(a, values) for a in draw_dims(expr) or []]
+    return math.prod(dims) if dims and all(d is not None for d in dims) else 0
 
 
 def largest_input(inputs: Sequence[tuple[str, str]], values: dict[str, object]) -> int:

@@ -85,8 +85,10 @@ def _shape_call(node: ast.AST) -> ast.Call | None:
     return None
 
 
-def shape_of(expr: str) -> str | None:
-    """The shape an input expression draws, as written: `(batch_size, dim)`; None for a number."""
+def draw_dims(expr: str) -> list[ast.expr] | None:
+    """The size arguments of the tensor an input expression draws, one node per dimension:
+    `torch.randn(b, d)` and `torch.rand((b, d))` give [b, d], `torch.randint(0, n, (b,))` gives [b];
+    None for an expression that draws no tensor (a number) or does not parse."""
     try:
         node = ast.parse(expr, mode="eval").body
     except SyntaxError:
@@ -95,10 +97,18 @@ def shape_of(expr: str) -> str | None:
     if call is None:
         return None
     args = list(call.args)
-    if call.func.attr == "randint":  # randint(low, high, size)
+    if call.func.attr == "randint":  # randint(low, high, size) or randint(high, size)
         args = args[2:] if len(args) > 2 else args[1:]
-        if args and isinstance(args[0], ast.Tuple):
-            args = list(args[0].elts)
+    if args and isinstance(args[0], (ast.Tuple, ast.List)):  # the shape as one sequence
+        args = list(args[0].elts)
+    return args
+
+
+def shape_of(expr: str) -> str | None:
+    """The shape an input expression draws, as written: `(batch_size, dim)`; None for a number."""
+    args = draw_dims(expr)
+    if args is None:
+        return None
     dims = [ast.unparse(a) for a in args]
     return f"({dims[0]},)" if len(dims) == 1 else f"({', '.join(dims)})"
 
