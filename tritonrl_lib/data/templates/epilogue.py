@@ -488,6 +488,26 @@ def wrap_launch(style: Style, family: str, kname: str, sol_line: str, launch: li
     return [helper], head + [f"return {fn}({', '.join(['y', *exprs])})"]
 
 
+def store_value(style: Style, value: str, out_p: str) -> str:
+    """What the kernel stores: `value` cast to the output's element type (half the styles, by
+    `variant`), or as it is (tl.store casts it)."""
+    return f"{value}.to({out_p}.dtype.element_ty)" if style.variant % 2 else value
+
+
+def finish_epilogue(family: str, heavy: Heavy, b: Build, style: Style, ref: RefSpec, kname: str, kernel: str,
+                    launch: list[str], params: list[str], exprs: list[str], fused: str, description: str,
+                    dtype: str, dims: dict) -> Example:
+    """The example of a fused epilogue: the heavy call kept in PyTorch, then the launch of `kernel`
+    (inline or in a helper), with a note that `fused` ("the whole chain after it is") is one kernel."""
+    note = ("The GEMM" if heavy.is_gemm else "The convolution") + f" stays in PyTorch; {fused} one Triton kernel."
+    helpers, forward = wrap_launch(style, family, kname, heavy.sol_line, launch, params + b.scalars,
+                                   exprs + [f"self.{s}" for s in b.scalars], note)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=heavy.init_lines + b.init_lines,
+                  imports=["import torch.nn.functional as F"] if "F." in heavy.sol_line else [])
+    return Example(family, render_reference(ref, style), render_solution(ref, sol, style), description, dtype, dims,
+                   style)
+
+
 # --------------------------------------------------------------------------- the flat epilogue kernel
 
 
@@ -513,8 +533,7 @@ def render_chain(family: str, kinds: tuple[str, ...], rng: random.Random, dtype:
         body.append(f"{index} = {o} % n_cols" if heavy.per_feature else f"{index} = ({o} // spatial) % channels")
     body.append(f"y = tl.load({y_p} + {o}, mask={m}, other=0.0).to(tl.float32)")
     body += load_lines(heavy, b, style, index, m) + b.body
-    store = "y.to(" + out_p + ".dtype.element_ty)" if style.variant % 2 else "y"
-    body.append(f"tl.store({out_p} + {o}, {store}, mask={m})")
+    body.append(f"tl.store({out_p} + {o}, {store_value(style, 'y', out_p)}, mask={m})")
     if style.loop:
         lines = [f"{style.pid} = tl.program_id(axis=0)", "num_programs = tl.num_programs(axis=0)",
                  f"for start in range({style.pid} * {blk}, {n}, num_programs * {blk}):",
@@ -541,13 +560,9 @@ def render_chain(family: str, kinds: tuple[str, ...], rng: random.Random, dtype:
     launch.append(f"{kname}[grid]({', '.join(['y', 'out', *params, n, *size_args, *b.scalars])}, "
                   f"{blk}={style.block_size})")
     launch.append("return out")
-    note = ("The GEMM" if heavy.is_gemm else "The convolution") + " stays in PyTorch; the whole chain after it is one Triton kernel."
-    helpers, forward = wrap_launch(style, family, kname, heavy.sol_line, launch, params + b.scalars,
-                                   exprs + [f"self.{s}" for s in b.scalars], note)
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=heavy.init_lines + b.init_lines,
-                  imports=["import torch.nn.functional as F"] if "F." in heavy.sol_line else [])
-    return Example(family, render_reference(ref, style), render_solution(ref, sol, style),
-                   f"fused epilogue: {heavy.kind} -> {chain}", dtype, heavy.dims | {"chain": chain}, style)
+    return finish_epilogue(family, heavy, b, style, ref, kname, kernel, launch, params, exprs,
+                           "the whole chain after it is", f"fused epilogue: {heavy.kind} -> {chain}", dtype,
+                           heavy.dims | {"chain": chain})
 
 
 FAMILY_KINDS = {

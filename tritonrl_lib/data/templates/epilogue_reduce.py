@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import random
 
-from .base import Example, SolSpec, Style, TemplateInfo, avoid_clashes, comment, render_reference, render_solution
-from .epilogue import (X_NAMES, Build, Heavy, chain_words, draw_chain, draw_heavy, kernel_inputs, load_lines, reference_spec,
-                       start_build, wrap_launch)
+from .base import Example, Style, TemplateInfo, avoid_clashes, comment
+from .epilogue import (X_NAMES, Build, Heavy, chain_words, draw_chain, draw_heavy, finish_epilogue, kernel_inputs, load_lines,
+                       reference_spec, start_build, store_value)
 
 HEAVY_KINDS = ("linear", "matmul", "conv1d", "conv2d", "conv2d", "conv3d", "convt2d")
 REDUCE_LABELS = {"sum": "sum_dim1", "mean": "mean_dim1", "max": "max_dim1", "logsumexp": "logsumexp_dim1",
@@ -72,8 +72,8 @@ def _dim1_kernel(name: str, heavy: Heavy, b: Build, style: Style, what: str, arg
                   "run_sum = tl.zeros((BLOCK_I,), dtype=tl.float32)"] + loop
         lines += ["    run_sum += tl.sum(tl.where(ch_mask, tl.exp(y - run_max[None, :]), 0.0), axis=0)",
                   "total = run_max + tl.log(run_sum)"]
-    store = f"total.to({out_p}.dtype.element_ty)" if style.variant % 2 else "total"
-    lines.append(f"tl.store({out_p} + row.to(tl.int64) * inner + cols, {store}, mask=col_mask)")
+    lines.append(f"tl.store({out_p} + row.to(tl.int64) * inner + cols, {store_value(style, 'total', out_p)}, "
+                 "mask=col_mask)")
     what_c = "a program: one row, BLOCK_I inner positions; the chain on each [BLOCK_R, BLOCK_I] tile, then " + \
         ("two passes (maximum, then the sum of exponentials)" if what == "logsumexp" else f"the {what}")
     return (f"@triton.jit\ndef {name}({', '.join(args)}, BLOCK_R: tl.constexpr, BLOCK_I: tl.constexpr):\n"
@@ -88,8 +88,7 @@ def _gap_kernel(name: str, heavy: Heavy, b: Build, style: Style, args: list[str]
              f"    y = tl.load({y_p} + base + cols, mask=mask, other=0.0).to(tl.float32)"]
     lines += [f"    {ln}" for ln in load_lines(heavy, b, style, "ch", None) + b.body]
     lines += ["    acc += tl.where(mask, y, 0.0)", "total = tl.sum(acc, axis=0) / spatial"]
-    store = f"total.to({out_p}.dtype.element_ty)" if style.variant % 2 else "total"
-    lines.append(f"tl.store({out_p} + row, {store})")
+    lines.append(f"tl.store({out_p} + row, {store_value(style, 'total', out_p)})")
     return (f"@triton.jit\ndef {name}({', '.join(args)}, {blk}: tl.constexpr):\n"
             + comment(style, "one program per (sample, channel): the chain, then the mean over its spatial elements")
             + "\n".join(f"    {ln}" for ln in lines) + "\n")
@@ -138,15 +137,10 @@ def render_chain_reduce(rng: random.Random, dtype: str, style: Style) -> Example
                    (f"{kname}[grid]({', '.join(['y', 'out', *params, 'reduce_len', 'inner', *b.scalars])}, "
                     "BLOCK_R=BLOCK_R, BLOCK_I=BLOCK_I)")]
     launch.append("return out")
-    note = ("The GEMM" if heavy.is_gemm else "The convolution") + \
-        " stays in PyTorch; the chain and the reduction after it are one Triton kernel."
-    helpers, forward = wrap_launch(style, family, kname, heavy.sol_line, launch, params + b.scalars,
-                                   exprs + [f"self.{s}" for s in b.scalars], note)
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=heavy.init_lines + b.init_lines,
-                  imports=["import torch.nn.functional as F"] if "F." in heavy.sol_line else [])
-    return Example(family, render_reference(ref, style), render_solution(ref, sol, style),
-                   f"fused epilogue with a reduction: {heavy.kind} -> {chain}", dtype,
-                   heavy.dims | {"chain": chain, "keepdim": int(keepdim)}, style)
+    return finish_epilogue(family, heavy, b, style, ref, kname, kernel, launch, params, exprs,
+                           "the chain and the reduction after it are",
+                           f"fused epilogue with a reduction: {heavy.kind} -> {chain}", dtype,
+                           heavy.dims | {"chain": chain, "keepdim": int(keepdim)})
 
 
 def templates() -> list[TemplateInfo]:
