@@ -135,7 +135,8 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
                 s.history.append(record)
                 say(_round_words(r, stats, record, p_used))
             ranks.barrier()  # the round's files are written before any rank starts the next
-    result = run.result("resumed" if done else "trained", cfg.rl.rounds, s.history if ranks.is_main else None)
+    # the log is rank 0's; the other ranks' results carry no history
+    result = run.result("resumed" if done else "trained", cfg.rl.rounds, s.history if ranks.is_main else [])
     say(result.summary())
     return result
 

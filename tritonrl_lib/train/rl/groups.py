@@ -19,9 +19,10 @@ a replacement is kept only when it carries signal. What was drawn, kept and repl
 
 Several processes (`ctx.ranks`, distributed.py): rank 0 draws the step's tasks (and each redraw)
 and every rank receives the same ids; each rank samples, verifies and refines the groups of its
-own slots (`share`), and the step's groups and candidates are then gathered to every rank, with
-each rank's view (what it was handed, what it did, how long it took) in `per_rank`. One process
-is the same code with every exchange the identity.
+own slots (`share`), and the step's groups and candidates are then gathered to every rank
+(without their token ids: only the sampling rank's `by_slot` keeps them), with each rank's view
+(what it was handed, what it did, how long it took) in `per_rank`. One process is the same code
+with every exchange the identity.
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ class StepGroups:
     rollout: RolloutStats
     drawn: list[Task]  # the first draw, in slot order
     refine: dict[str, Any] = field(default_factory=dict)
-    by_slot: dict[int, list[Candidate]] = field(default_factory=dict)  # this rank's final groups, by slot
+    # this rank's final groups, by slot: the only candidates that keep their token_ids (`groups` and
+    # `candidates` are the gathered copies, without them)
+    by_slot: dict[int, list[Candidate]] = field(default_factory=dict)
     per_rank: list[dict[str, Any]] = field(default_factory=list)  # several processes: each rank's share and times
 
 
@@ -278,8 +281,10 @@ def collect_step(ctx: StepContext, step: int, n_slots: int, share: Sequence[int]
                 replaced += 1
     timing = {k: round(v, 3) for k, v in col.timing.items()}
     timing["collect_s"] = round(time.perf_counter() - t_start, 3)
-    mine_view = {"rank": ranks.rank, "slots": mine, "drawn": drawn_ids, "groups": groups,
-                 "tasks": {s: t.id for s, t in tasks.items()}, "candidates": everything + refinements,
+    light = _without_token_ids(everything + refinements)
+    mine_view = {"rank": ranks.rank, "slots": mine, "drawn": drawn_ids,
+                 "groups": {s: [light[id(c)] for c in g] for s, g in groups.items()},
+                 "tasks": {s: t.id for s, t in tasks.items()}, "candidates": list(light.values()),
                  "first_signal": first_signal, "with_signal": sum(signal_of(g, refinements) for g in groups.values()),
                  "replaced": replaced, "timing": timing, "verify": col.vstats, "rollout": col.rollout,
                  "refine": refine_info}
@@ -295,6 +300,14 @@ def collect_step(ctx: StepContext, step: int, n_slots: int, share: Sequence[int]
                       timing=_slowest(v["timing"] for v in views), verify=_verify_over(views),
                       rollout=_rollout_over(views), drawn=drawn, refine=_refine_over(views),
                       by_slot={s: groups[s] for s in mine}, per_rank=_per_rank(views) if len(views) > 1 else [])
+
+
+def _without_token_ids(cands: Sequence[Candidate]) -> dict[int, Candidate]:
+    """{id(original): copy without `token_ids`}, in order: what the ranks exchange. Only the rank
+    that sampled a candidate trains on its ids (GRPO's `by_slot`, kept whole), so the gather need
+    not ship every completion's tokens to every rank; one copy per candidate, so a group and the
+    candidate list still share their objects."""
+    return {id(c): dataclasses.replace(c, token_ids=[]) for c in cands}
 
 
 def _draw_ids(ctx: StepContext, step: int, n_slots: int) -> list[str]:

@@ -61,6 +61,7 @@ from .curriculum import Curriculum, CurriculumSettings
 from .distributed import SINGLE, Ranks, check_grpo_split
 from .groups import StepContext, collect_step, curriculum_results
 from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl_log
+from .rewards import completion_text
 from .rewards import reward as plain_reward
 from .run_frame import RLResult, RLRun, fingerprint_digest, open_run, verifier_pool
 
@@ -77,7 +78,7 @@ def slot_dataset(n_slots: int):
 
 
 def _slot_of(prompt: Any) -> int:
-    text = prompt[-1]["content"] if isinstance(prompt, list) else str(prompt)
+    text = completion_text(prompt)  # TRL passes prompts as it passes completions: text or messages
     m = _SLOT.match(text.strip())
     if m is None:
         raise ValueError(f"unexpected GRPO prompt {text[:60]!r}: the dataset must come from slot_dataset()")
@@ -285,7 +286,8 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
         finally:
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-    result = run.result("resumed" if resume else "trained", steps, pieces.history if ranks.is_main else None)
+    # the log is rank 0's; the other ranks' results carry no history
+    result = run.result("resumed" if resume else "trained", steps, pieces.history if ranks.is_main else [])
     say(result.summary())
     return result
 
@@ -318,12 +320,17 @@ def _resume_point(run: RLRun) -> tuple[Path | None, Curriculum]:
     past it, or half-written, removed; the log and the curriculum cut back to its step. With several
     ranks rank 0 does all that, and every rank resumes from the checkpoint it chose."""
     ranks = run.ranks
-    if not ranks.is_main:  # the curriculum is rank 0's: the others never draw
-        resume = ranks.from_main(lambda: None)
-        return (Path(resume) if resume else None), Curriculum(CurriculumSettings.from_config(run.cfg.rl), run.cfg.seed)
-    resume, curriculum = _resume_on_main(run)
-    ranks.from_main(lambda: str(resume) if resume else None)
-    return resume, curriculum
+    curriculum = None
+
+    def on_main() -> str | None:
+        nonlocal curriculum
+        resume, curriculum = _resume_on_main(run)
+        return str(resume) if resume else None
+
+    resume = ranks.from_main(on_main)
+    if curriculum is None:  # the curriculum is rank 0's: the others never draw
+        curriculum = Curriculum(CurriculumSettings.from_config(run.cfg.rl), run.cfg.seed)
+    return (Path(resume) if resume else None), curriculum
 
 
 def _resume_on_main(run: RLRun) -> tuple[Path | None, Curriculum]:

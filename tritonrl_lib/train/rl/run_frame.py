@@ -88,11 +88,13 @@ class RLRun:
         return read_json(root / models.MARKER, None) if models.checkpoint_complete(root) else None
 
     def result(self, status: str, rounds_done: int, history: list[dict[str, Any]] | None = None) -> RLResult:
-        """What the trainer returns; `history` defaults to the whole RL log (a run found finished)."""
+        """What the trainer returns; `history` defaults to the whole RL log (a run found finished) on
+        rank 0, and to none on the other ranks (the log is rank 0's: they need not read it)."""
+        if history is None:
+            history = read_rl_log(self.paths) if self.ranks.is_main else []
         return RLResult(self.method, self.paths.rl_checkpoint, status, rounds_done=rounds_done,
                         best=read_best(self.paths), log=self.paths.rl_log, curriculum_log=self.paths.curriculum_log,
-                        wall_s=time.perf_counter() - self.t_start,
-                        history=read_rl_log(self.paths) if history is None else history)
+                        wall_s=time.perf_counter() - self.t_start, history=history)
 
 
 def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequence[Task] | None,
@@ -106,7 +108,7 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
     paths = (paths or cfg.paths).ensure()
     start = start_adapter(paths)
     train_tasks = tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale)
-    fp = fingerprint(cfg, method, start, [t.id for t in train_tasks])
+    fp = fingerprint(cfg, method, start, [t.id for t in train_tasks], world=ranks.world)
     ranks.agree(fp, "the run's fingerprint")
     resuming = ranks.from_main(lambda: prepare_state(paths, method, fp, force, say))
     if ranks.world > 1:  # the model cache's one-time conversions (embedded GGUF, tiny build) by rank 0 alone
@@ -155,13 +157,18 @@ def adapter_identity(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str]) -> dict[str, Any]:
-    """What an RL run's results depend on; its checkpoints are resumed only when this matches."""
+def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str], world: int = 1) -> dict[str, Any]:
+    """What an RL run's results depend on; its checkpoints are resumed only when this matches.
+
+    `world`: the processes running it. Best-of-N's fine-tune batch grows with it and each rank samples
+    with its own seeds, so a run resumed on another count would mix two regimes."""
     rl = dataclasses.asdict(cfg.rl)
     rl["method"] = method
     if method != "best_of_n" or not rl["replay_ratio"]:
         del rl["replay_ratio"]  # only best-of-N replays: off, runs fingerprinted before it existed still resume
     train = {k: getattr(cfg.sft, k) for k in ("per_device_batch_size", "grad_accum_steps", "max_seq_len", "packing")}
+    if world > 1:  # only then: one process's fingerprint is as before, so its runs written then still resume
+        train["world"] = world
     return {"method": method, "rl": rl, "model": dataclasses.asdict(cfg.model), "seed": cfg.seed,
             "verify": dataclasses.asdict(cfg.verify), "train": train, "start": adapter_identity(start),
             "tasks": hashlib.sha256("\n".join(sorted(task_ids)).encode()).hexdigest()[:16]}
@@ -189,6 +196,22 @@ def clear_rl_folder(paths: RunPaths) -> None:
         log.unlink(missing_ok=True)
 
 
+def _world(fp: dict[str, Any]) -> int:
+    return int(fp.get("train", {}).get("world", 1))
+
+
+def _what_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
+    """Why a folder's run is not resumed, in words; a changed process count by name, with the
+    setting that resumes a run (the gpus it started with)."""
+    if isinstance(old, dict) and _world(old) != _world(new):
+        recorded = "world" in old.get("train", {})  # a state written before counts were recorded holds none
+        before = str(_world(old)) if recorded else "1 (or several, before process counts were recorded)"
+        return (f"the process count changed: the RL folder's run ran on {before} and this one runs on {_world(new)}, "
+                f"and best-of-N's fine-tune batch and the ranks' sampling seeds depend on it; a run resumes only on "
+                f"the process count it started with (the gpus setting)")
+    return "settings, start adapter or tasks changed"
+
+
 def prepare_state(paths: RunPaths, method: str, fp: dict[str, Any], force: bool, say=print) -> bool:
     """True when the folder holds this very run (resume); otherwise it is cleared and a fresh state
     written."""
@@ -197,7 +220,7 @@ def prepare_state(paths: RunPaths, method: str, fp: dict[str, Any], force: bool,
     if state and state.get("fingerprint") == fp and not force:
         return True
     if state or (root.is_dir() and any(root.iterdir())):
-        why = "force=True" if force else "settings, start adapter or tasks changed"
+        why = "force=True" if force else _what_changed((state or {}).get("fingerprint"), fp)
         say(f"RL: {why}; clearing {root} and the RL logs")
     clear_rl_folder(paths)
     root.mkdir(parents=True, exist_ok=True)
