@@ -36,7 +36,7 @@ from .. import reasons as R
 from ..compilation.compiler_copy import compiler_available
 from ..compilation.errors import interpreter_only
 from ..compilation.launch_compiler import SM, LaunchCompiler
-from ..precision import TF32, candidate_precision
+from ..precision import TF32
 from ..sandbox import messages as M
 from ..sandbox import shared_blobs
 from ..sandbox.limits import REUSE_MAX_BYTES, TIMED_KEEP_BYTES
@@ -407,7 +407,7 @@ class CandidatePhase:
             chosen = supply.checked if out_bytes * len(supply.checked) <= TIMED_KEEP_BYTES else {trials - 1}
             supply.by_trial = {t: s for t, s in supply.by_trial.items() if t in chosen}
             ref_tf32 = None
-            if candidate_precision(self.child.job["code"]) == TF32 and self.clock is not None:
+            if self.child.job.get("precision") == TF32 and self.clock is not None:  # the pool's (worker/job.py)
                 tf32 = self.clock.tf32
                 ref_tf32 = lambda: tf32.run(lambda: ref(*ref_in))  # noqa: E731
 

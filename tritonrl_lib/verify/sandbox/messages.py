@@ -35,6 +35,7 @@ class Job(_JobFields, total=False):
     """One candidate's job: made by the pool (VerifierPool._prepare), completed on the way down."""
 
     reference_key: str  # reference_cache.cache_key, hashed once by the pool (the worker ignores it)
+    precision: str  # the launched kernels' dots (precision.launched_precision), from the pool's static check
     budget: dict[str, Any]  # limits.Budget.to_json(): added by the worker for its child
     reference_cache: dict[str, Any]  # the worker's cached reference phase for the child (Entry.child_view)
     collect_reference: bool  # the child also sends its inputs, for the worker's cache

@@ -42,6 +42,7 @@ from typing import Iterable
 
 from .. import policy as pol
 from .. import reasons as R
+from ..precision import launched_precision
 from .facts import Finding, ModuleFacts, class_fingerprint
 from .reach import Reach
 from .rules import import_verdict
@@ -59,6 +60,7 @@ class StaticReport:
     kernels: list[str]  # every @triton.jit / @triton.autotune function, in source order
     launched: list[str] = field(default_factory=list)  # kernels launched from forward-reachable code
     findings: list[Finding] = field(default_factory=list)
+    precision: str = ""  # of the launched kernels' dots (precision.launched_precision): "tf32", "ieee" or ""
 
 
 def _reference_classes(reference_source: str | None) -> tuple[set[str], dict[str, str]]:
@@ -80,7 +82,7 @@ def _reference_classes(reference_source: str | None) -> tuple[set[str], dict[str
 
 
 def _report(findings: list[Finding], kernels: list[str], launched: list[str],
-            failure: Finding | None) -> StaticReport:
+            failure: Finding | None, precision: str = "") -> StaticReport:
     findings = sorted(findings, key=lambda f: (f.line, f.reason))
     flags = list(dict.fromkeys(f.flag for f in findings if f.flag))
     all_items = ([failure] if failure else []) + findings
@@ -95,7 +97,7 @@ def _report(findings: list[Finding], kernels: list[str], launched: list[str],
         detail = (f"ok: {len(kernels)} Triton kernel(s) ({', '.join(kernels)}); launched from "
                   f"forward: {', '.join(launched)}")
     return StaticReport(ok=reason == R.OK, reason=reason, detail=detail, flags=flags,
-                        kernels=kernels, launched=launched, findings=all_items)
+                        kernels=kernels, launched=launched, findings=all_items, precision=precision)
 
 
 def static_check(code: str, policy: str, reference_source: str | None = None,
@@ -127,6 +129,7 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
         model = an.model_class()
         failure = None
         launched: list[str] = []
+        precision = ""
         if model is None:
             assigned = any(isinstance(n, ast.Name) and n.id == "ModelNew" and isinstance(n.ctx, ast.Store)
                            for n in ast.walk(tree))
@@ -144,6 +147,7 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
             reach = Reach(an, model)
             reach.run()
             launched = reach.launched
+            precision = launched_precision(an, launched)  # computed here once, carried in the job
             if failure is None and not launched and not any(f.flag for f in an.findings):
                 failure = Finding(
                     R.static("kernel_unreachable"), an.methods(model)["forward"].lineno,
@@ -154,7 +158,7 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
                 an.add(R.static("kernel_unreachable"), an.methods(model)["forward"].lineno,
                        f"no Triton kernel is launched from code ModelNew.forward reaches "
                        f"({', '.join(reach.functions)})")
-        return _report(an.findings, kernels, launched, failure)
+        return _report(an.findings, kernels, launched, failure, precision)
     except RecursionError:
         return _report([], [], [], Finding(R.static("syntax_error"), 0,
                                            "module too deeply nested to analyse"))

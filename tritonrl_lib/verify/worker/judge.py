@@ -49,9 +49,11 @@ class Judge:
         self.build_requests = 0
         self.settings = JobSettings.from_json(job["settings"])
         self.policy = job["policy"]
-        # "tf32": the solution's tl.dot may run in TF32 (precision.py); it counts once the reference is
-        # known to run float32 GEMMs or convolutions (`precision`)
-        self.dot_precision = candidate_precision(str(job.get("code") or ""))
+        # "tf32": a launched kernel's tl.dot may run in TF32 (precision.py); it counts once the reference is
+        # known to run float32 GEMMs or convolutions (`precision`). The pool's static check found it; a
+        # job made otherwise has its code read here
+        given = job.get("precision")
+        self.dot_precision = given if isinstance(given, str) else candidate_precision(str(job.get("code") or ""))
         self.extra_ops = tuple(job.get("extra_ops") or ())
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
