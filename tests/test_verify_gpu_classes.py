@@ -30,6 +30,7 @@ CASES = {
     "side_unsynced": ("relu", 1, "relu_side_stream_unsynced", True),
     "side_synced": ("relu", 1, "relu_side_stream_synced_ok", True),
     "head_start": ("relu", 1, "relu_side_stream_head_start", True),
+    "event_id_reuse": ("relu", 1, "relu_side_stream_event_id_reuse", True),
     "graph_ok": ("relu", 1, "relu_graph_replay_ok", True),
     "graph_stale": ("relu", 1, "relu_graph_stale", True),
     "graph_decoy": ("matmul", 1, "matmul_graph_torch_decoy", False),
@@ -71,6 +72,9 @@ def test_work_not_ordered_with_the_callers_stream_is_a_verdict_of_its_own(verdic
     assert "does not wait for the caller's stream" in v.error
     v = verdicts["side_synced"]
     assert ok(v) and v.stage == "timing", said(v)
+    # a wait on a fresh event (never recorded) waits for nothing, whatever id a dropped event had
+    v = verdicts["event_id_reuse"]
+    assert not v.correct and v.cheat_flags == ["unordered_stream"], said(v)
 
 
 def test_the_timer_gives_no_head_start_to_work_queued_off_its_stream(verdicts):

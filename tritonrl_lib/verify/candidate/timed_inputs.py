@@ -12,6 +12,11 @@ was imported, their reference outputs with the worker; the candidate meets each 
 its checked call, and its output there is held to that set's reference as the full stage's are.
 Where no such set could be made (no room for their outputs), the last call runs on the original set's
 values and is checked against the original's reference.
+
+After each timed call `TimedCalls` reads its stream order (gpu_work.py) and the global state. The timed
+calls run without forward's op census, so their stream order covers Triton launches, graph replays,
+events and synchronisations but not PyTorch ops: aten work a timed call queues on a stream that does not
+wait for the timer's goes unreported (checked calls order it op by op; see gpu_work.py's limit).
 """
 
 from __future__ import annotations
