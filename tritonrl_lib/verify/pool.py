@@ -41,7 +41,7 @@ from .policy import resolve_policy
 from .sandbox import messages as M
 from .sandbox import shared_blobs
 from .sandbox.gpu_lock import lock_path
-from .sandbox.limits import host_memory_bytes, memory_share_bytes
+from .sandbox.limits import HOST_POOLS_ENV, host_memory_bytes, host_pools, memory_share_bytes
 from .sandbox.processes import kill_tree
 from .settings import JobSettings
 from .static import static_check
@@ -135,10 +135,10 @@ def _next_job(pending: collections.deque, w: _Worker, others: Sequence[_Worker] 
     return item
 
 
-def _pool_store(max_mb: int) -> PoolStore | None:
-    """The pool's store of reference records: at most `max_mb` and a quarter of the machine's memory
-    (the workers' shares together: the store keeps their files, it holds no copy), and a quarter of
-    the descriptors this process may open (the soft limit raised where it is low)."""
+def _pool_store(max_mb: int, pools: int = 1) -> PoolStore | None:
+    """The pool's store of reference records: at most `max_mb` and its share (of `pools` on the host) of a
+    quarter of the machine's memory (the workers' shares together: the store keeps their files, it holds no
+    copy), and a quarter of the descriptors this process may open (the soft limit raised where it is low)."""
     if max_mb <= 0 or not shared_blobs.supported():
         return None
     try:
@@ -150,7 +150,7 @@ def _pool_store(max_mb: int) -> PoolStore | None:
         max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
     except (ImportError, ValueError, OSError):
         max_fds = 256
-    share = memory_share_bytes(workers=1)
+    share = memory_share_bytes(workers=1, pools=pools)
     return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
 
@@ -177,7 +177,8 @@ class VerifierPool:
             n = workers or self.config.workers or min(4, os.cpu_count() or 1)
             self._gpu_ids = []
         self.size = max(1, int(n))
-        self._threads = max(1, (os.cpu_count() or 1) // self.size)
+        self.host_pools = host_pools()  # one per rank on the host: each takes its share of memory and cores
+        self._threads = max(1, (os.cpu_count() or 1) // (self.size * self.host_pools))
         self._slots: list[_Worker | None] = [None] * self.size
         self._start_failures = 0
         self.progress = progress
@@ -192,7 +193,7 @@ class VerifierPool:
         self._closed = False
         self.restarts = 0
         # workers' records, shared per GPU: as much as the workers' caches hold together
-        self._references = _pool_store(self.config.reference_cache_mb * self.size)
+        self._references = _pool_store(self.config.reference_cache_mb * self.size, self.host_pools)
         self.python = sys.executable  # the interpreter workers run in
         # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
         self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range", "timed")}
@@ -337,18 +338,19 @@ class VerifierPool:
                            duration_s=round(time.monotonic() - start, 4)), None
         policy = resolve_policy(cfg.policy, task.level)
         extra_ops = sorted(set(cfg.policy_extra_ops or ()))  # fusion's extra heavy ops, static and runtime alike
-        notes = []
+        notes, found = [], {}
         if static:
             report = static_check(ex.code, policy, reference_source=task.source, extra_heavy_ops=extra_ops)
             if not report.ok:
                 return Verdict(task_id=task.id, stage="extract", reason=R.check(report.reason), error=report.detail,
                                cheat_flags=list(report.flags), duration_s=round(time.monotonic() - start, 4)), None
+            found["precision"] = report.precision  # the launched kernels' dots (without it the judge reads the code)
         else:
             notes.append("static check skipped")
         settings = JobSettings.for_device(cfg, self.device).to_json()  # as it travels to the worker
         job = M.Job(task_id=task.id, task_source=task.source, level=task.level, code=ex.code, seeds=self._seeds,
                     policy=policy, extra_ops=extra_ops, settings=settings, device=self.device, threads=self._threads,
-                    notes=notes)
+                    notes=notes, **found)
         return None, job
 
     # ---------------------------------------------------------------- running jobs
@@ -554,6 +556,7 @@ class VerifierPool:
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         env["TRITONRL_POOL_WORKERS"] = str(self.size)  # the workers' reference caches share the memory
+        env[HOST_POOLS_ENV] = str(self.host_pools)  # and with the host's other pools (memory_share_bytes)
         if self.device == "cpu":  # every host block a candidate gets is perturbed (runtime_checks)
             env = without_malloc_tcache(env)
         if self.device == "cuda":

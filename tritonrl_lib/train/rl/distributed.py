@@ -155,21 +155,26 @@ class Ranks:
     @contextlib.contextmanager
     def pool_on_my_gpu(self) -> Iterator[None]:
         """While a VerifierPool is made: CUDA_VISIBLE_DEVICES names this rank's GPU alone, so the
-        pool (which reads it once, when made: `verify.pool.visible_gpus`) puts every worker there.
-        Nothing changes for one process or on the CPU."""
+        pool (which reads it once, when made: `verify.pool.visible_gpus`) puts every worker there; and
+        TRITONRL_HOST_POOLS (`verify.sandbox.limits.HOST_POOLS_ENV`) says how many ranks' pools share
+        the host, so each budgets its share of the host's memory and cores (reference caches, torch
+        threads), read once too. Nothing changes for one process; on the CPU only the share."""
+        values = {}
         gpu = self.my_gpu() if self.world > 1 else None
-        if gpu is None:
-            yield
-            return
-        before = os.environ.get("CUDA_VISIBLE_DEVICES")
-        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+        if gpu is not None:
+            values["CUDA_VISIBLE_DEVICES"] = gpu
+        if self.local_world > 1:
+            values["TRITONRL_HOST_POOLS"] = str(self.local_world)
+        before = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
         try:
             yield
         finally:
-            if before is None:
-                os.environ.pop("CUDA_VISIBLE_DEVICES", None)
-            else:
-                os.environ["CUDA_VISIBLE_DEVICES"] = before
+            for k, v in before.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 SINGLE = Ranks()

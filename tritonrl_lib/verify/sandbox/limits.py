@@ -370,14 +370,26 @@ def _memory_total() -> int | None:
         return None
 
 
-def memory_share_bytes(workers: int | None = None) -> int | None:
-    """This worker's share of a quarter of the machine's memory (the pool's workers split it)."""
+HOST_POOLS_ENV = "TRITONRL_HOST_POOLS"  # verifier pools sharing the host: one per rank (Ranks.pool_on_my_gpu)
+
+
+def host_pools() -> int:
+    """How many verifier pools share this host (HOST_POOLS_ENV: a multi-GPU run's ranks each make one;
+    the pool reads it when made and passes it to its workers); 1 for a pool alone."""
+    return max(1, int(os.environ.get(HOST_POOLS_ENV) or 1))
+
+
+def memory_share_bytes(workers: int | None = None, pools: int | None = None) -> int | None:
+    """This worker's share of a quarter of the machine's memory: the pools sharing the host split it
+    (`pools`, default host_pools()), each pool's workers split its part (default TRITONRL_POOL_WORKERS)."""
     total = _memory_total()
     if total is None:
         return None
     if workers is None:
         workers = int(os.environ.get("TRITONRL_POOL_WORKERS") or 1)
-    return total // 4 // max(1, workers)
+    if pools is None:
+        pools = host_pools()
+    return total // 4 // max(1, pools) // max(1, workers)
 
 
 def gpu_sharers() -> int:
