@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tritonrl_lib.core.jsonio import append_jsonl, read_json, read_jsonl, write_jsonl  # noqa: E402
+from tritonrl_lib.core.processes import signals_held  # noqa: E402
 
 STAGES = ("data", "select", "sft", "best_of_n", "grpo", "eval")
 DEFAULT_STAGES = ("data", "sft", "best_of_n", "grpo", "eval")  # `select` runs when asked (--only)
@@ -117,8 +119,6 @@ class Session:
     def select(self):
         """Train each SFT variant on the run's corpus (side by side: a 135M model leaves the GPU room),
         evaluate each on the development set, keep the best's settings and adapter."""
-        import subprocess
-
         from tritonrl_lib.core.config import load_config
         from tritonrl_lib.eval.run import LazyPool, evaluate_model
         from tritonrl_lib.model import load as models
@@ -128,22 +128,25 @@ class Session:
         cfgs = [load_config(self.args.profile, overrides={**self.overrides, **v, "outputs_dir": str(self.root / "runs"),
                                                            "run": f"sft_v{i}"}) for i, v in enumerate(variants)]
         procs = []
-        for i, cfg in enumerate(cfgs):
-            paths = cfg.paths.ensure()
-            for name in ("sft_train", "split"):
-                shutil.copy2(getattr(self.base, name), getattr(paths, name))
-            if models.checkpoint_complete(paths.sft_checkpoint):
-                continue
-            argv = [sys.executable, "-m", "tritonrl_lib.train.sft.train", "--params", self.args.profile,
-                    "--run", f"sft_v{i}"] + [x for k, v in {**self.overrides, **variants[i],
-                                                             "outputs_dir": str(self.root / "runs")}.items()
-                                            for x in ("-p", f"{k}={v}")]
-            log = open(self.root / f"sft_v{i}.log", "a")
-            procs.append((i, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))))
-            self.say(f"select: training variant {i} {variants[i]} (log {self.root / f'sft_v{i}.log'})")
-        for i, p in procs:
-            if p.wait() != 0:
-                raise RuntimeError(f"SFT variant {i} failed: see {self.root / f'sft_v{i}.log'}")
+        try:
+            for i, cfg in enumerate(cfgs):
+                paths = cfg.paths.ensure()
+                for name in ("sft_train", "split"):
+                    shutil.copy2(getattr(self.base, name), getattr(paths, name))
+                if models.checkpoint_complete(paths.sft_checkpoint):
+                    continue
+                argv = [sys.executable, "-m", "tritonrl_lib.train.sft.train", "--params", self.args.profile,
+                        "--run", f"sft_v{i}"] + [x for k, v in {**self.overrides, **variants[i],
+                                                                 "outputs_dir": str(self.root / "runs")}.items()
+                                                for x in ("-p", f"{k}={v}")]
+                with open(self.root / f"sft_v{i}.log", "a") as log:  # the trainer keeps its own copy
+                    procs.append((i, subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, cwd=str(ROOT))))
+                self.say(f"select: training variant {i} {variants[i]} (log {self.root / f'sft_v{i}.log'})")
+            for i, p in procs:
+                if p.wait() != 0:
+                    raise RuntimeError(f"SFT variant {i} failed: see {self.root / f'sft_v{i}.log'}")
+        finally:  # one variant failed, or Ctrl-C: the others leave the GPU too (each resumes next call)
+            _stop_all([p for _, p in procs])
         dev = load_tasks("devset", size=self.base_cfg.data.task_size)
         pool = LazyPool(self.base_cfg)
         scores = []
@@ -263,6 +266,22 @@ class Session:
 
 
 # --------------------------------------------------------------------------- summary
+
+
+def _stop_all(procs: list[subprocess.Popen], grace_s: float = 30.0) -> None:
+    """SIGTERM to each process still running, up to `grace_s` for them all to end, then SIGKILL; a
+    second Ctrl-C waits until they are gone."""
+    with signals_held():
+        running = [p for p in procs if p.poll() is None]
+        for p in running:
+            p.terminate()
+        deadline = time.monotonic() + grace_s
+        for p in running:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def trend(values: list[float | None]) -> float | None:

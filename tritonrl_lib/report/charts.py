@@ -14,7 +14,6 @@ JupyterLab alike) as a PNG, and saves it.
 from __future__ import annotations
 
 import io
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from matplotlib.figure import Figure
 
+from ..core.textfmt import duration as _duration  # report/build.py reads it as C._duration
 from ..eval import metrics as M
 from ..train.rl.log import seen_before
 
@@ -395,13 +395,6 @@ def timing_chart(timings: Mapping[str, Mapping[str, Any]]) -> Chart:
     ax.set_title(f"Wall-clock per notebook (total {_duration(sum(w for _, w in items))})")
     fig.tight_layout()
     return fig
-
-
-def _duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m}m {s:02d}s" if m else f"{s}s"
 
 
 def _leading_number(cell: Any) -> float | None:

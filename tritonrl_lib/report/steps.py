@@ -7,8 +7,8 @@ each notebook's time counted once.
 
 How a step's last run ended, as the run folder tells it (run/state.py, run/pipeline.py):
 
-- finished: `tritonrl run` wrote its step record (`write_record`), and its wall-clock into
-  `timings.json` (one entry per notebook, its latest finished run);
+- finished: `tritonrl run` wrote its step record (`write_record`), and its wall-clock, device and
+  GPUs into `timings.json` (one entry per notebook, its latest finished run);
 - interrupted: the record says so (`write_interrupted`: Ctrl-C, SIGTERM, a kernel that died), or
   the runner itself was stopped outright (kill -9, a closed terminal, a machine gone). The runner
   removes a step's record when the step starts, so then what is left is the copy of the notebook
@@ -21,13 +21,15 @@ The cost table counts what the run's current state was made by: per notebook, it
 it finished or was interrupted (an interrupted run's partial work is what a resumed run picks up). A
 finished run of a notebook that has since started again (interrupted, failed, running now) is shown,
 labelled, and not counted: the later run replaces its work. So a partial rerun never adds two runs of
-the same notebook.
+the same notebook. A run that did not finish is billed by the device and GPUs the runner added to
+its step record when it started; a run folder from before that has its GPU-hours left out of the
+total, and the total says how many.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import math
 import os
 import re
 import time
@@ -36,6 +38,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from ..core.paths import RunPaths
+from ..core.textfmt import duration
 from ..run import state as run_state
 
 
@@ -47,13 +50,8 @@ class StepState:
     wall_s: float | None = None  # how long that run took (interrupted: how long it ran before; None: unknown)
     how: str = ""  # interrupted: "Ctrl-C", "SIGTERM", "its kernel died", "killed"; failed: the error's name
     at_least: bool = False  # wall_s is a lower bound (read from the executed notebook's last save)
-
-
-def _duration(seconds: float) -> str:
-    if not math.isfinite(seconds):
-        return "?"
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m}m {s:02d}s" if m else f"{s}s"
+    device: str = ""  # what the run ran on, as the runner recorded it when the step started ("": not recorded)
+    gpus: int | None = None  # the GPUs it occupied (None: not recorded)
 
 
 def _local(ts: float) -> str:
@@ -65,7 +63,8 @@ def _executed(paths: RunPaths, step: str) -> StepState | None:
     (interrupted, or running), ended with an error (failed); None when it ended well or is not there."""
     path = paths.executed_notebook(step)
     try:
-        meta = (json.loads(path.read_text(encoding="utf-8")).get("metadata") or {}).get("papermill") or {}
+        notebook = json.loads(path.read_text(encoding="utf-8"))  # read once: a long run's copy can be large
+        meta = (notebook.get("metadata") or {}).get("papermill") or {}
         mtime = path.stat().st_mtime
     except (OSError, ValueError, AttributeError):
         return None  # none, or cut short mid-write: it tells nothing
@@ -79,17 +78,13 @@ def _executed(paths: RunPaths, step: str) -> StepState | None:
     if meta.get("end_time") is None:
         return StepState(step, "interrupted", _local(mtime), max(0.0, mtime - started), "killed", at_least=True)
     if meta.get("exception"):
-        return StepState(step, "failed", _local(mtime), meta.get("duration"), _failed_error(path))
+        return StepState(step, "failed", _local(mtime), meta.get("duration"), _failed_error(notebook))
     return None
 
 
-def _failed_error(path) -> str:
+def _failed_error(notebook: Mapping[str, Any]) -> str:
     """The name of the error a failed notebook stopped on ("" when the copy does not say)."""
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8")).get("cells") or []
-    except (OSError, ValueError):
-        return ""
-    for cell in cells:
+    for cell in notebook.get("cells") or []:
         for out in cell.get("outputs") or []:
             if out.get("output_type") == "error":
                 return str(out.get("ename") or "")
@@ -114,16 +109,20 @@ def step_state(paths: RunPaths, step: str, this_step: str | None = None) -> Step
         return StepState(step, "finished", str(record.get("finished", "")), record.get("wall_s"))
     if step == this_step:
         return StepState(step, "running")
+    # the runner adds the step's device to its record when the step starts (run/pipeline.py)
+    gpus = record.get("gpus")
+    device = {"device": str(record.get("device") or ""), "gpus": int(gpus) if isinstance(gpus, (int, float)) else None}
     if "interrupted" in record:
         return StepState(step, "interrupted", str(record.get("when", "")), record.get("wall_s"),
-                         str(record["interrupted"]))
+                         str(record["interrupted"]), **device)
     if "failed" in record:  # a runner that records a failed step
-        return StepState(step, "failed", str(record.get("when", "")), record.get("wall_s"), str(record["failed"]))
+        return StepState(step, "failed", str(record.get("when", "")), record.get("wall_s"), str(record["failed"]),
+                         **device)
     executed = _executed(paths, step)
     if executed is not None:
-        return executed
+        return dataclasses.replace(executed, **device)
     if "started" in record:  # a runner that records a step's start: it started, and never ended
-        return StepState(step, "interrupted", str(record.get("started", "")), None, "killed")
+        return StepState(step, "interrupted", str(record.get("started", "")), None, "killed", **device)
     return StepState(step, "none")
 
 
@@ -140,7 +139,7 @@ def ended_phrase(s: StepState) -> str:
     """"interrupted (Ctrl-C) on 2026-11-25T10:01:02, 8m 10s in": how a run that did not finish ended."""
     ran = ""
     if s.wall_s is not None:
-        ran = f", {'at least ' if s.at_least else ''}{_duration(float(s.wall_s))} in"
+        ran = f", {'at least ' if s.at_least else ''}{duration(float(s.wall_s))} in"
     if s.state == "interrupted":
         return f"interrupted ({_how(s)}) on {s.when or '?'}{ran}"
     if s.state == "failed":
@@ -168,10 +167,14 @@ def _gpus(device: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def _row(notebook: str, run: str, wall: float | None, device: str, counted: str) -> dict[str, Any]:
-    gpus = _gpus(device) if device else None
+def _row(notebook: str, run: str, wall: float | None, device: str, counted: str,
+         gpus: Any = None) -> dict[str, Any]:
+    """`gpus` as recorded; else read from `device` ("2x NVIDIA ..."); None when neither was recorded."""
+    if not isinstance(gpus, (int, float)):
+        gpus = _gpus(device) if device else None
     return {"notebook": notebook, "run": run, "wall_s": None if wall is None else round(float(wall), 1),
-            "minutes": None if wall is None else round(float(wall) / 60, 2), "device": device, "gpus": gpus,
+            "minutes": None if wall is None else round(float(wall) / 60, 2), "device": device or "not recorded",
+            "gpus": None if gpus is None else int(gpus),
             "gpu_hours": None if wall is None or gpus is None else round(float(wall) * gpus / 3600, 4),
             "counted": counted}
 
@@ -189,20 +192,26 @@ def cost_rows(timings: Mapping[str, Mapping[str, Any]],
         if t is not None:
             when = f"finished {t.get('finished', '?')}"
             if not later:
-                rows.append(_row(name, when, float(t.get("wall_s") or 0.0), str(t.get("device", "")), "yes"))
+                run, count = when, "yes"
             elif s.state == "running":
-                rows.append(_row(name, f"{when} (the previous run: this one is timed when it finishes)",
-                                 float(t.get("wall_s") or 0.0), str(t.get("device", "")), "no: run again now"))
+                run, count = f"{when} (the previous run: this one is timed when it finishes)", "no: run again now"
             else:
-                rows.append(_row(name, f"{when} (its work replaced by the later run below)",
-                                 float(t.get("wall_s") or 0.0), str(t.get("device", "")), "no: run again since"))
+                run, count = f"{when} (its work replaced by the later run below)", "no: run again since"
+            rows.append(_row(name, run, float(t.get("wall_s") or 0.0), str(t.get("device", "")), count,
+                             t.get("gpus")))
         if later and s.state != "running":
-            rows.append(_row(name, ended_phrase(s), s.wall_s, "", "yes" if s.wall_s is not None else "no: not timed"))
+            rows.append(_row(name, ended_phrase(s), s.wall_s, s.device,
+                             "yes" if s.wall_s is not None else "no: not timed", s.gpus))
     counted = [r for r in rows if r["counted"] == "yes"]
     if counted:
         wall = sum(r["wall_s"] for r in counted)
         gh = [r["gpu_hours"] for r in counted if r["gpu_hours"] is not None]
-        rows.append({"notebook": "total", "run": f"{len(counted)} notebook run(s), each notebook once",
+        unknown = len(counted) - len(gh)  # a run folder from before the runner recorded a step's device
+        run = f"{len(counted)} notebook run(s), each notebook once"
+        if unknown:
+            run += (f"; GPU-hours count {len(gh)} of them: {unknown} ran on a device that was not recorded "
+                    "(their wall-clock is in the total)")
+        rows.append({"notebook": "total", "run": run,
                      "wall_s": round(wall, 1), "minutes": round(wall / 60, 2), "device": "",
                      "gpus": max((r["gpus"] or 0) for r in counted),
                      "gpu_hours": round(sum(gh), 4) if gh else None, "counted": ""})

@@ -33,9 +33,11 @@ from typing import Any, Callable
 import psutil
 
 from . import state as run_state
-from ..core.config import ConfigError, RunConfig, load_config
+from ..core.config import ConfigError, RunConfig, gpu_available, load_config
 from ..core.jsonio import read_json, write_json
-from ..core.paths import project_root
+from ..core.paths import RunPaths, project_root
+from ..core.processes import signals_held, stop_tree
+from ..core.textfmt import duration
 from .notebook import papermill_parameters
 from .progress import StepMonitor
 
@@ -72,10 +74,11 @@ class _Interruptions:
 
     def __init__(self, paths):
         self.paths, self.step, self.since = paths, "", time.time()
+        self.device: tuple[str, int] = ("", 0)
         self._old = None
 
-    def running(self, step: str) -> None:
-        self.step, self.since = step, time.time()
+    def running(self, step: str, device: tuple[str, int]) -> None:
+        self.step, self.since, self.device = step, time.time(), device
 
     def finished(self) -> None:
         self.step = ""
@@ -99,6 +102,7 @@ class _Interruptions:
         wall = time.time() - self.since if self.step else 0.0
         if self.step:
             run_state.write_interrupted(self.paths, self.step, how.split(":")[0], wall)
+            _note_device(self.paths, self.step, self.device)
         raise Interrupted(self.step, how, wall, code) from None
 
 
@@ -136,28 +140,57 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _record_timing(cfg: RunConfig, name: str, wall_s: float) -> None:
+def _record_timing(cfg: RunConfig, name: str, wall_s: float, device: tuple[str, int]) -> None:
     path = cfg.paths.timings
     data = read_json(path, {}) or {}
     data[name] = {"wall_s": round(wall_s, 2), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                  "device": _device_name()}
+                  "device": device[0], "gpus": device[1]}
     write_json(path, data)
 
 
-def _device_name() -> str:
+def _note_device(paths: RunPaths, step: str, device: tuple[str, int]) -> None:
+    """The step's device added to its record (started, interrupted, failed), so the cost table can
+    bill a run that never finished: only a finished one gets a timings entry."""
+    record = run_state.read_record(paths, step) or {}
+    write_json(paths.step_record(step), {**record, "device": device[0], "gpus": device[1]})
+
+
+def step_device(cfg: RunConfig, step: str) -> tuple[str, int]:
+    """(device, GPUs) that step `step` occupies, as the cost table bills it: ("2x NVIDIA H100 ...", 2),
+    or ("cpu (16 cores)", 0). Not the host's count for every step: each step's own, as its code
+    places its work on this host's visible GPUs (CUDA_VISIBLE_DEVICES counts):
+    - 01_data: its verifier pool, on every visible GPU when data_verify_device=auto, else the CPU;
+    - 02_sft: one process, whose Trainer spreads the batch over every visible GPU (DataParallel),
+      except a quantised model (one GPU: DataParallel refuses it);
+    - 03_rl: gpus=N > 1 launches N ranks, one GPU each (each rank's verifier pool on its GPU);
+      one process puts its verifier pool on every visible GPU;
+    - 04_eval: its verifier pool, on every visible GPU;
+    - 05_report: no GPU; a notebook not known here: every visible GPU."""
+    visible, name = _visible_gpus() if cfg.device != "cpu" else (0, "")
+    if step == "05_report":
+        visible = 0
+    elif step == "01_data" and cfg.data.data_verify_device == "cpu":
+        visible = 0
+    elif step == "02_sft" and (cfg.model.load_in_8bit or cfg.model.load_in_4bit):
+        visible = min(visible, 1)
+    elif step == "03_rl" and cfg.gpus.strip().lower() != "all" and int(cfg.gpus) > 1:
+        visible = min(visible, int(cfg.gpus))  # launch.processes_for refuses more ranks than GPUs
+    if visible:
+        return f"{visible}x {name}", visible
+    return f"cpu ({os.cpu_count()} cores)", 0
+
+
+def _visible_gpus() -> tuple[int, str]:
+    """(visible GPUs, the first one's name); (0, "") without a GPU."""
+    if not gpu_available():
+        return 0, ""
     try:
         import torch
 
-        if torch.cuda.is_available():
-            return f"{torch.cuda.device_count()}x {torch.cuda.get_device_name(0)}"
+        n = torch.cuda.device_count()
+        return (n, torch.cuda.get_device_name(0)) if n else (0, "")
     except Exception:
-        pass
-    return f"cpu ({os.cpu_count()} cores)"
-
-
-def _duration(seconds: float) -> str:
-    m, s = divmod(int(round(seconds)), 60)
-    return f"{m}m {s:02d}s" if m else f"{seconds:.1f}s"
+        return 0, ""
 
 
 def _minutes(minutes: float) -> str:
@@ -245,7 +278,9 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
             step = run_state.step_of(nb.stem)
             inputs = run_state.artefacts(paths, step.reads, (record or {}).get("inputs"))
             run_state.write_started(paths, nb.stem)
-            interruptions.running(nb.stem)
+            device = step_device(cfg, nb.stem)
+            _note_device(paths, nb.stem, device)  # an interrupted run is billed by it too
+            interruptions.running(nb.stem, device)
             t0 = time.time()
             watch = [(name, getattr(paths, name)) for name in step.watch]
             try:
@@ -253,14 +288,15 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
                     _execute(nb, paths.executed_notebook(nb.stem), params, monitor)
             except NotebookFailed as e:
                 run_state.write_failed(paths, nb.stem, e.ename, time.time() - t0)
+                _note_device(paths, nb.stem, device)
                 raise
             wall = time.time() - t0
             record = run_state.write_record(cfg, paths, nb.stem, _sha(nb), inputs, wall)
             interruptions.finished()
             run_state.forget_alone_run(paths, nb.stem)
             upstream_finished, upstream_ran = record["finished_at"], nb.stem
-            _record_timing(cfg, nb.stem, wall)
-            log(f"{head}: done in {_duration(wall)}")
+            _record_timing(cfg, nb.stem, wall, device)
+            log(f"{head}: done in {duration(wall)}")
             result.steps.append(StepResult(nb.stem, "ran", wall, why))
     return result
 
@@ -304,10 +340,10 @@ def _execute(nb: Path, executed: Path, params: dict[str, Any], monitor: StepMoni
         thread.start()
         while thread.is_alive():
             thread.join(0.25)
-    except BaseException:  # Ctrl-C, SIGTERM: stop the kernel (a second Ctrl-C waits), papermill sees it gone
-        with _signals_held():
-            _stop_new_children(me, before)
-        thread.join(timeout=10)
+    except BaseException:  # Ctrl-C, SIGTERM: stop the kernel and all it started (a second Ctrl-C waits)
+        with signals_held():
+            stop_tree([c for c in me.children() if c.pid not in before])
+        thread.join(timeout=10)  # papermill sees its kernel gone
         raise
     finally:
         pm_log.setLevel(pm_level)
@@ -330,42 +366,3 @@ def _execute(nb: Path, executed: Path, params: dict[str, Any], monitor: StepMoni
 def _no_kernel_died(record: logging.LogRecord) -> bool:
     """nbclient's "Kernel died while waiting for execute reply." (logged through papermill's logger)."""
     return not str(record.msg).startswith("Kernel died")
-
-
-class _signals_held:
-    """SIGINT and SIGTERM wait (blocked, in the main thread) until the block ends."""
-
-    def __enter__(self) -> None:
-        self._held = threading.current_thread() is threading.main_thread()
-        if self._held:
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-
-    def __exit__(self, *exc) -> None:
-        if self._held:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-
-
-def _stop_new_children(me: psutil.Process, before: set[int]) -> None:
-    """Stop the processes this one started since `before` (the step's kernel) and all their descendants
-    (the verifier's workers and candidates): each frozen first (SIGSTOP: nothing forks or respawns while
-    the tree is collected), then all killed (SIGKILL: nothing prints on its way out, as a worker whose
-    pipe broke would, straight to the terminal)."""
-    kernels = [c for c in me.children() if c.pid not in before]
-    frozen: dict[int, psutil.Process] = {}
-    todo = list(kernels)
-    while todo:  # parents before children: a frozen parent starts no new child
-        proc = todo.pop()
-        if proc.pid in frozen:
-            continue
-        try:
-            proc.suspend()
-            frozen[proc.pid] = proc
-            todo += proc.children()
-        except psutil.Error:
-            continue
-    for proc in frozen.values():
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(list(frozen.values()), timeout=5)

@@ -25,6 +25,7 @@ import warnings
 from typing import Callable
 
 from ...core.config import ConfigError, RunConfig, load_config
+from ...core.jsonio import write_json
 from ...core.paths import RunPaths
 from ...model.load import ModelLoadError, explain_oom
 from .best_of_n import train_best_of_n
@@ -73,16 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="auto", choices=("auto", "lean", "hf"), help="rollout engine")
     parser.add_argument("--extra-candidates", default=None, metavar="MODULE:FUNCTION",
                         help="candidates added to each group (tests, cold starts)")
+    parser.add_argument("--status-file", default=None, metavar="FILE",
+                        help="rank 0 writes how the run ended here, as JSON: {\"status\": trained | resumed | "
+                             "already_done, \"rounds_done\": N} (the launcher reads it, launch.py)")
     args = parser.parse_args(argv)
     _quiet_process()
     try:
         cfg = load_config(args.params, overrides={"run": args.run} if args.run else None, cli=args.param)
         kwargs = {"score_final": args.score_final} if cfg.rl.method == "best_of_n" else {}
-        train_rl(cfg, force=args.force, engine=args.engine, extra_candidates=load_hook(args.extra_candidates),
-                 **kwargs)
+        result = train_rl(cfg, force=args.force, engine=args.engine,
+                          extra_candidates=load_hook(args.extra_candidates), **kwargs)
     except (ConfigError, RLStartError, ModelLoadError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
+    if args.status_file and int(os.environ.get("RANK", "0")) == 0:  # rank 0 speaks for the run
+        write_json(args.status_file, {"status": result.status, "rounds_done": result.rounds_done})
     return 0
 
 

@@ -10,9 +10,10 @@ That is what `accelerate launch` does (torch's elastic agent under it). So the k
 `accelerate launch --config_file params/accelerate/ddp.yaml --num_processes N -m
 tritonrl_lib.train.rl.entry --params <this run's settings>` and waits, relaying what the ranks
 print (rank 0 speaks for the run; its progress bars on stderr), and then returns the result the
-ranks left on disk. The notebook stays the pipeline's step: papermill runs it, `tritonrl run` shows
+ranks left on disk (rank 0 writes how the run ended, trained / resumed / already_done, to a status
+file the launcher names: `--status-file`). The notebook stays the pipeline's step: papermill runs it, `tritonrl run` shows
 its lines and records its step, a Ctrl-C (or the kernel's death) stops the launcher and with it
-every rank. A failed launch is an `RLLaunchError` with the ranks' last lines; the same call again
+every rank (a second Ctrl-C cuts the launcher's grace short, never the kill that follows). A failed launch is an `RLLaunchError` with the ranks' last lines; the same call again
 resumes from what they saved.
 
 With no GPU, `gpus: N` starts N CPU processes (gloo): how the tests run the plumbing on a CPU.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import collections
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -39,6 +39,7 @@ import yaml
 from ...core.config import ConfigError, RunConfig, gpu_available
 from ...core.jsonio import read_json
 from ...core.paths import RunPaths, project_root
+from ...core.processes import signals_held, stop_tree
 from ...model import load as models
 from .best import read_best
 from .distributed import check_grpo_split
@@ -47,7 +48,6 @@ from .log import read_rl_log
 from .run_frame import RLResult
 
 ACCELERATE_CONFIG = Path("params") / "accelerate" / "ddp.yaml"  # under the project root
-_SUMMARY = re.compile(r"^RL (best_of_n|grpo) (\w+):")
 STOP_WAIT_S = 60.0  # a stopped launcher's grace (its agent stops the ranks) before everything is killed
 
 
@@ -101,12 +101,16 @@ def run_rl(cfg: RunConfig, paths: RunPaths | None = None, *, extra_candidates: s
 
 
 def launch_command(settings_file: Path, n: int, *, port: int | None = None, extra_candidates: str | None = None,
-                   force: bool = False, score_final: bool = False, engine: str = "auto") -> list[str]:
-    """The command that runs RL on `n` processes of this host with the settings in `settings_file`."""
+                   force: bool = False, score_final: bool = False, engine: str = "auto",
+                   status_file: Path | None = None) -> list[str]:
+    """The command that runs RL on `n` processes of this host with the settings in `settings_file`;
+    rank 0 writes the run's status to `status_file`."""
     cmd = [sys.executable, "-m", "accelerate.commands.launch",
            "--config_file", str(project_root() / ACCELERATE_CONFIG), "--num_processes", str(n),
            "--num_machines", "1", "--main_process_port", str(port or free_port()),
            "-m", "tritonrl_lib.train.rl.entry", "--params", str(settings_file), "--engine", engine]
+    if status_file is not None:
+        cmd += ["--status-file", str(status_file)]
     if extra_candidates:
         cmd += ["--extra-candidates", extra_candidates]
     if force:
@@ -145,14 +149,18 @@ def launch_rl(cfg: RunConfig, n: int, device: str, *, extra_candidates: str | No
     say(f"RL on {n} {'GPUs' if device == 'cuda' else 'CPU processes (gloo; no GPU visible)'} of this host: "
         f"accelerate launch with {ACCELERATE_CONFIG} (docs/MULTI_GPU.md)")
     with tempfile.TemporaryDirectory(prefix="tritonrl-rl-launch-") as tmp:
+        status_file = Path(tmp) / "status.json"
         cmd = launch_command(settings_file(cfg, Path(tmp)), n, extra_candidates=extra_candidates, force=force,
-                             score_final=score_final, engine=engine)
+                             score_final=score_final, engine=engine, status_file=status_file)
         code, lines = _run_relayed(cmd, say, launch_env(n))
+        status = (read_json(status_file, None) or {}).get("status") if code == 0 else None
+    tail = "\n".join(lines)
     if code != 0:
-        tail = "\n".join(lines)
         raise RLLaunchError(f"RL on {n} processes stopped (exit code {code}). Their last lines:\n{tail}\n"
                             "What they saved stays: the same call (or `tritonrl run`) resumes from it.")
-    status = next((m.group(2) for line in reversed(lines) if (m := _SUMMARY.match(line.strip()))), "trained")
+    if not status:
+        raise RLLaunchError(f"RL on {n} processes ended (exit code 0) without rank 0 writing how the run ended "
+                            f"(--status-file). Their last lines:\n{tail}")
     marker = read_json(paths.rl_checkpoint / models.MARKER, None) or {}
     done = int(marker.get("steps", 0)) if cfg.rl.method == "grpo" else int(marker.get("round", -1)) + 1
     return RLResult(cfg.rl.method, paths.rl_checkpoint, status, rounds_done=done, best=read_best(paths),
@@ -171,57 +179,77 @@ def launch_env(n: int) -> dict[str, str]:
 
 def _run_relayed(cmd: list[str], say: Callable[[str], None], env: dict[str, str]) -> tuple[int, list[str]]:
     """Run `cmd`, its stdout line by line to `say`, its stderr (progress bars, warnings) as it comes to
-    this process's stderr; -> (exit code, the last lines of both). Interrupted (Ctrl-C, the kernel
-    stopped), the launcher is stopped, and after STOP_WAIT_S killed with everything it started."""
+    this process's stderr; -> (exit code, the last lines of both, as a terminal would show them).
+    Interrupted (Ctrl-C, the kernel stopped), the launcher and everything it started is stopped (`_stop`)."""
     proc = subprocess.Popen([sys.executable, "-c", _DIE_WITH_PARENT, *cmd], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, cwd=str(project_root()))
     tail: collections.deque[str] = collections.deque(maxlen=40)
 
     def out() -> None:
-        for raw in iter(proc.stdout.readline, b""):
-            line = raw.decode(errors="replace").rstrip("\n")
-            tail.append(line)
-            say(line)
+        with proc.stdout:
+            for raw in iter(proc.stdout.readline, b""):
+                line = raw.decode(errors="replace").rstrip("\n")
+                tail.append(line)
+                say(line)
 
     def err() -> None:
         partial = b""
-        while chunk := os.read(proc.stderr.fileno(), 65536):
-            sys.stderr.write(chunk.decode(errors="replace"))
-            sys.stderr.flush()
-            partial = (partial + chunk)[-8192:]
-            *done, partial = re.split(rb"[\r\n]", partial)
-            tail.extend(d.decode(errors="replace") for d in done if d.strip())
+        with proc.stderr:
+            while chunk := os.read(proc.stderr.fileno(), 65536):
+                sys.stderr.write(chunk.decode(errors="replace"))
+                sys.stderr.flush()
+                partial = (partial + chunk)[-8192:]
+                *done, partial = partial.split(b"\n")
+                # a progress bar redraws its line after each \r: keep what was left showing
+                tail.extend(d.rsplit(b"\r", 1)[-1].decode(errors="replace") for d in done
+                            if d.rsplit(b"\r", 1)[-1].strip())
 
-    threads = [threading.Thread(target=f, daemon=True) for f in (out, err)]
-    for t in threads:
-        t.start()
+    readers = [(threading.Thread(target=f, daemon=True), pipe) for f, pipe in ((out, proc.stdout), (err, proc.stderr))]
     try:
+        for t, _ in readers:
+            t.start()
         while proc.poll() is None:
             time.sleep(0.2)
     except BaseException:
         _stop(proc)
         raise
     finally:
-        for t in threads:
-            t.join(timeout=5)
+        for t, pipe in readers:  # each reader closes its pipe at its end; these close the rest
+            if t.ident is not None:
+                t.join(timeout=5)
+            if not t.is_alive():  # (one still reading a pipe an escaped process holds open closes it
+                pipe.close()      # itself: closed under it, its read would block this, or lose its fd)
     return proc.returncode, list(tail)
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the launcher (its agent stops the ranks), then everything it started is killed."""
-    try:
-        family = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        family = []
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    for p in family:
+    """SIGTERM to the launcher (its agent stops the ranks), up to STOP_WAIT_S for it to end, then
+    every process it started, before the SIGTERM or since (one orphaned when its parent exited
+    included), frozen and killed. A second Ctrl-C or SIGTERM cuts the wait short and goes straight to
+    the kill, during which further ones wait (`signals_held`)."""
+    family: dict[int, psutil.Process] = {}
+
+    def gather() -> None:
+        if proc.returncode is not None:
+            return  # exited and reaped, its pid free for another process: what it left is in `family`
         try:
-            p.kill()
+            launcher = psutil.Process(proc.pid)
+            family.update({p.pid: p for p in [launcher, *launcher.children(recursive=True)]})
         except psutil.Error:
+            pass
+
+    with signals_held() as held:  # a second interrupt ends the grace, and arrives once all is killed
+        gather()
+        proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while proc.poll() is None and time.monotonic() < deadline and not held.arrived:
+            gather()
+            time.sleep(0.2)
+        gather()
+        stop_tree(family.values())
+        try:
+            proc.wait(timeout=5)  # reaped: no zombie left behind
+        except subprocess.TimeoutExpired:
             pass
 
 
