@@ -20,7 +20,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import resource
 import shutil
 import socket
 import subprocess
@@ -39,9 +38,8 @@ from .candidate.runtime_checks import without_malloc_tcache
 from .extract import extract_code
 from .policy import resolve_policy
 from .sandbox import messages as M
-from .sandbox import shared_blobs
 from .sandbox.gpu_lock import lock_path
-from .sandbox.limits import HOST_POOLS_ENV, host_memory_bytes, host_pools, memory_share_bytes
+from .sandbox.limits import HOST_GPUS_ENV, HOST_POOLS_ENV, host_memory_bytes, host_pools
 from .sandbox.processes import kill_tree
 from .settings import JobSettings
 from .static import static_check
@@ -135,25 +133,6 @@ def _next_job(pending: collections.deque, w: _Worker, others: Sequence[_Worker] 
     return item
 
 
-def _pool_store(max_mb: int, pools: int = 1) -> PoolStore | None:
-    """The pool's store of reference records: at most `max_mb` and its share (of `pools` on the host) of a
-    quarter of the machine's memory (the workers' shares together: the store keeps their files, it holds no
-    copy), and a quarter of the descriptors this process may open (the soft limit raised where it is low)."""
-    if max_mb <= 0 or not shared_blobs.supported():
-        return None
-    try:
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
-        if soft != resource.RLIM_INFINITY and soft < want:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-            soft = want
-        max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
-    except (ImportError, ValueError, OSError):
-        max_fds = 256
-    share = memory_share_bytes(workers=1, pools=pools)
-    return PoolStore(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
-
-
 def workers_per_gpu_for_cores(gpus: int, cores: int | None = None) -> int:
     """workers_per_gpu=0: as many workers per GPU as the host's cores feed (a candidate's compile is
     CPU work; four cores per GPU stay for the trainer and the workers' spares), between 4 and 16."""
@@ -178,6 +157,7 @@ class VerifierPool:
             self._gpu_ids = []
         self.size = max(1, int(n))
         self.host_pools = host_pools()  # one per rank on the host: each takes its share of memory and cores
+        self.host_gpus = (len(set(self._gpu_ids)) or 1) * self.host_pools  # each a share of the host's memory
         self._threads = max(1, (os.cpu_count() or 1) // (self.size * self.host_pools))
         self._slots: list[_Worker | None] = [None] * self.size
         self._start_failures = 0
@@ -193,7 +173,7 @@ class VerifierPool:
         self._closed = False
         self.restarts = 0
         # workers' records, shared per GPU: as much as the workers' caches hold together
-        self._references = _pool_store(self.config.reference_cache_mb * self.size, self.host_pools)
+        self._references = PoolStore.for_pool(self.config.reference_cache_mb * self.size, self.host_pools)
         self.python = sys.executable  # the interpreter workers run in
         # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
         self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range", "timed")}
@@ -327,7 +307,8 @@ class VerifierPool:
         not reused here."""
         total = host_memory_bytes()
         sharers = max(collections.Counter(self._gpu_ids).values()) if self._gpu_ids else self.size
-        return f"host {round(total / (1 << 30)) if total else '?'} GiB, {sharers} workers sharing"
+        return (f"host {round(total / (1 << 30)) if total else '?'} GiB" + (f" split over {self.host_gpus} GPUs or "
+                f"pools" if self.host_gpus > 1 else "") + f", {sharers} workers sharing")
 
     def _prepare(self, task: Task, completion: str, cfg: VerifyConfig,
                  static: bool) -> tuple[Verdict | None, M.Job | None]:
@@ -557,6 +538,7 @@ class VerifierPool:
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
         env["TRITONRL_POOL_WORKERS"] = str(self.size)  # the workers' reference caches share the memory
         env[HOST_POOLS_ENV] = str(self.host_pools)  # and with the host's other pools (memory_share_bytes)
+        env[HOST_GPUS_ENV] = str(self.host_gpus)  # a job's budget: its GPU's share of the host (host_share_bytes)
         if self.device == "cpu":  # every host block a candidate gets is perturbed (runtime_checks)
             env = without_malloc_tcache(env)
         if self.device == "cuda":

@@ -373,6 +373,21 @@ def _memory_total() -> int | None:
 HOST_POOLS_ENV = "TRITONRL_HOST_POOLS"  # verifier pools sharing the host: one per rank (Ranks.pool_on_my_gpu)
 
 
+HOST_GPUS_ENV = "TRITONRL_HOST_GPUS"  # the host's GPUs (CPU pools) whose jobs may each run alone at once
+
+
+def host_share_bytes() -> int | None:
+    """The host memory the jobs of one GPU budget (Budget.for_task's `host_bytes`): the host's, split
+    between the GPUs whose jobs may each have their GPU alone at the same time (HOST_GPUS_ENV, set by the
+    pool: its GPUs times the host's pools; on the CPU, the host's pools). A task alone on its GPU may hold
+    HOST_REFERENCE_SHARE of this in reference outputs, so two such tasks on two GPUs of one host never
+    promise more than the host has; a pool on one GPU budgets the whole host, as before."""
+    total = _memory_total()
+    if total is None:
+        return None
+    return total // max(1, int(os.environ.get(HOST_GPUS_ENV) or 1))
+
+
 def host_pools() -> int:
     """How many verifier pools share this host (HOST_POOLS_ENV: a multi-GPU run's ranks each make one;
     the pool reads it when made and passes it to its workers); 1 for a pool alone."""

@@ -24,7 +24,7 @@ from ..compilation.native_builds import NativeBuilder
 from ..reward import compute_reward
 from ..sandbox import messages as M
 from ..sandbox.footprint import Footprint, probe
-from ..sandbox.limits import (GPU_MEMORY_FRACTION, Budget, Limits, gpu_sharers, host_memory_bytes,
+from ..sandbox.limits import (GPU_MEMORY_FRACTION, Budget, Limits, gpu_sharers, host_share_bytes,
                               reference_cache_bytes)
 from ..sandbox.run import run_sandboxed
 from ..sandbox.spares import SPARES, prestart_wanted, spares_wanted
@@ -70,7 +70,7 @@ def job_budget(job: M.Job, settings: Any) -> Budget:
     device = job["device"]
     fp = task_footprint(job["task_source"])
     sharers = gpu_sharers() if device == "cuda" else max(1, int(os.environ.get("TRITONRL_POOL_WORKERS") or 1))
-    return Budget.for_task(fp, settings, device, gpu_bytes() if device == "cuda" else None, host_memory_bytes(),
+    return Budget.for_task(fp, settings, device, gpu_bytes() if device == "cuda" else None, host_share_bytes(),
                            sharers)
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import socket
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from typing import Any
 
 from ..sandbox import messages as M
 from ..sandbox import shared_blobs
+from ..sandbox.limits import memory_share_bytes
 
 REFERENCE_SETTINGS = ("num_variations",)  # the settings the reference phase reads (reference_phase.py)
 MAX_INLINE_EXPORT = 64 << 20  # a record whose outputs are not all in sealed files goes no further than this
@@ -260,6 +262,25 @@ class PoolStore:
     def __init__(self, max_bytes: int, max_fds: int):
         self.max_bytes, self.max_fds = max_bytes, max_fds
         self.records: OrderedDict[tuple[str, str], tuple[dict[str, Any], list[int]]] = OrderedDict()
+
+    @classmethod
+    def for_pool(cls, max_mb: int, pools: int = 1) -> PoolStore | None:
+        """A pool's store: at most `max_mb` and its share (of `pools` on the host) of a quarter of the
+        machine's memory (the workers' shares together: the store keeps their files, it holds no copy), and
+        a quarter of the descriptors this process may open (the soft limit raised where it is low)."""
+        if max_mb <= 0 or not shared_blobs.supported():
+            return None
+        try:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            want = 1 << 16 if hard == resource.RLIM_INFINITY else min(hard, 1 << 16)
+            if soft != resource.RLIM_INFINITY and soft < want:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+                soft = want
+            max_fds = (1 << 14) if soft == resource.RLIM_INFINITY else soft // 4
+        except (ValueError, OSError):
+            max_fds = 256
+        share = memory_share_bytes(workers=1, pools=pools)
+        return cls(min(max_mb << 20, share if share is not None else 1 << 62), max_fds)
 
     def _totals(self) -> tuple[int, int]:
         return (sum(d["nbytes"] for d, _ in self.records.values()),
