@@ -11,9 +11,9 @@ import pytest
 from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.precision import IEEE, TF32, candidate_precision
+from tritonrl_lib.verify.precision import IEEE, TF32
 from tritonrl_lib.verify.settings import JobSettings
-from tritonrl_lib.verify.static import static_check
+from tritonrl_lib.verify.static import candidate_precision, static_check
 from tritonrl_lib.verify.worker.judge import Judge
 
 HEAD = """

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import math
-import warnings
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
@@ -36,27 +35,6 @@ TF32_ATOL_FACTOR = 3.0  # atol at least this many times TF32's largest error on 
 TF32_NORM_FACTOR = 3.0  # the norm rule's allowance: this many times the norm of TF32's error
 _DOT_PRECISION_ARG = 3  # tl.dot(input, other, acc, input_precision, allow_tf32, ...)
 _DOT_ALLOW_TF32_ARG = 4
-
-
-def candidate_precision(code: str) -> str:
-    """`launched_precision` of a module read here (for a job made without the static check, which
-    computes it once: static_check's `precision`); "" when it does not parse or has no forward."""
-    from .static.facts import ModuleFacts  # not at the top: the static check imports this module
-    from .static.reach import Reach  # (the same)
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(code)
-        facts = ModuleFacts(tree, "fusion", {"Model"}, {}, frozenset())  # launches do not depend on the policy
-        model = facts.model_class()
-        if model is None or "forward" not in facts.methods(model):
-            return ""
-        reach = Reach(facts, model)
-        reach.run()
-        return launched_precision(facts, reach.launched)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ""
 
 
 def launched_precision(facts: ModuleFacts, launched: Iterable[str]) -> str:

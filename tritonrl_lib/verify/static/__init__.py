@@ -162,3 +162,12 @@ def static_check(code: str, policy: str, reference_source: str | None = None,
     except RecursionError:
         return _report([], [], [], Finding(R.static("syntax_error"), 0,
                                            "module too deeply nested to analyse"))
+
+
+def candidate_precision(code: str) -> str:
+    """The precision `static_check` finds (its `precision`), for a job made without the pool's static
+    check; "" when the module does not parse or has no forward."""
+    try:
+        return static_check(code, "fusion").precision  # launches do not depend on the policy
+    except (ValueError, RecursionError, MemoryError):
+        return ""

@@ -22,11 +22,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from .. import reasons as R
 from ..candidate.timing import speedup_stats
-from ..precision import TF32, candidate_precision, float32_heavy
+from ..precision import TF32, float32_heavy
 from ..reward import compute_reward
 from ..sandbox import messages as M
 from ..sandbox.run import JUDGED
 from ..settings import JobSettings
+from ..static import candidate_precision
 from ..verdict import Verdict, stage_index
 from .compare import BadOutput, decode, same_bytes
 from .facts import call_findings, guard_findings
