@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ...core.config import ConfigError, RunConfig
+from ...verify.sandbox.limits import HOST_POOLS_ENV
 
 T = TypeVar("T")
 SEED_STRIDE = 7_919_001  # rank r samples with seeds shifted by r * this (rank 0: the one-process seeds)
@@ -156,7 +157,7 @@ class Ranks:
     def pool_on_my_gpu(self) -> Iterator[None]:
         """While a VerifierPool is made: CUDA_VISIBLE_DEVICES names this rank's GPU alone, so the
         pool (which reads it once, when made: `verify.pool.visible_gpus`) puts every worker there; and
-        TRITONRL_HOST_POOLS (`verify.sandbox.limits.HOST_POOLS_ENV`) says how many ranks' pools share
+        HOST_POOLS_ENV (verify/sandbox/limits.py) says how many ranks' pools share
         the host, so each budgets its share of the host's memory and cores (reference caches, torch
         threads), read once too. Nothing changes for one process; on the CPU only the share."""
         values = {}
@@ -164,7 +165,7 @@ class Ranks:
         if gpu is not None:
             values["CUDA_VISIBLE_DEVICES"] = gpu
         if self.local_world > 1:
-            values["TRITONRL_HOST_POOLS"] = str(self.local_world)
+            values[HOST_POOLS_ENV] = str(self.local_world)
         before = {k: os.environ.get(k) for k in values}
         os.environ.update(values)
         try:
