@@ -28,6 +28,7 @@ from . import charts as C
 from ..core.config import RunConfig
 from ..core.jsonio import DamagedFile, read_json, read_jsonl
 from ..core.paths import RunPaths
+from ..core.textfmt import duration
 from ..eval import metrics as M
 from ..eval.identity import TRAINING_NOTEBOOK
 from ..eval.record import load_records, metrics_table
@@ -281,7 +282,7 @@ def headline(data: RunData) -> list[str]:
     if cost and cost[-1]["notebook"] == "total":
         total, n = cost[-1], sum(r["counted"] == "yes" for r in cost)
         gh = total["gpu_hours"]
-        lines.append(f"Wall-clock {C._duration(total['wall_s'])}" + (f", {gh:.3f} GPU-hours" if gh else " (no GPU)")
+        lines.append(f"Wall-clock {duration(total['wall_s'])}" + (f", {gh:.3f} GPU-hours" if gh else " (no GPU)")
                      + f": {n} notebook(s), each counted once (the run of it that made what the run folder holds).")
     return lines
 

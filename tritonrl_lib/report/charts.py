@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from matplotlib.figure import Figure
 
-from ..core.textfmt import duration as _duration  # report/build.py reads it as C._duration
+from ..core.textfmt import duration
 from ..eval import metrics as M
 from ..train.rl.log import seen_before
 
@@ -384,15 +384,15 @@ def timing_chart(timings: Mapping[str, Mapping[str, Any]]) -> Chart:
     items = [(name, float(t.get("wall_s", 0.0))) for name, t in sorted(timings.items())]
     if len(items) < 2:
         return NoChart("no notebook timed yet" if not items else
-                       f"only {items[0][0]} was timed ({_duration(items[0][1])}); the table says it all")
+                       f"only {items[0][0]} was timed ({duration(items[0][1])}); the table says it all")
     fig = Figure(figsize=(6.5, 0.45 * len(items) + 1.2))
     ax = fig.subplots()
     ax.barh([n for n, _ in items][::-1], [w / 60 for _, w in items][::-1], color="#4c72b0")
     for y, (_, w) in enumerate(items[::-1]):
-        ax.annotate(_duration(w), (w / 60, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
+        ax.annotate(duration(w), (w / 60, y), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8)
     ax.set_xlim(0, max(w for _, w in items) / 60 * 1.2)  # room for the labels
     ax.set_xlabel("minutes")
-    ax.set_title(f"Wall-clock per notebook (total {_duration(sum(w for _, w in items))})")
+    ax.set_title(f"Wall-clock per notebook (total {duration(sum(w for _, w in items))})")
     fig.tight_layout()
     return fig
 
