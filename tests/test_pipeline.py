@@ -347,3 +347,20 @@ def test_ctrl_c_in_a_real_run_says_where_it_stopped_in_one_line(tmp_path, run_di
     cfg = load_config("smoke", overrides={"outputs_dir": str(run_dir), "n_sft_examples": 2000})
     assert run_state.why_stale(cfg, cfg.paths, "01_data").startswith("it was interrupted (Ctrl-C) on ")
 
+
+
+def test_each_step_is_billed_by_the_gpus_its_own_code_occupies(monkeypatch):
+    # on a host of 4 visible GPUs: not the host's count for every step, each step's own (step_device)
+    from tritonrl_lib.run import pipeline as P
+
+    monkeypatch.setattr(P, "_visible_gpus", lambda: (4, "NVIDIA H100 80GB HBM3"))
+    cfg = load_config("cpu", overrides={"device": "auto", "data_verify_device": "auto", "gpus": "2"})
+    got = {step: P.step_device(cfg, step)[1] for step in ("01_data", "02_sft", "03_rl", "04_eval", "05_report")}
+    assert got == {"01_data": 4, "02_sft": 4, "03_rl": 2, "04_eval": 4, "05_report": 0}
+    assert P.step_device(cfg, "04_eval") == ("4x NVIDIA H100 80GB HBM3", 4)
+    cfg = load_config("cpu", overrides={"device": "auto", "data_verify_device": "cpu", "load_in_4bit": True,
+                                        "gpus": "all"})
+    got = {step: P.step_device(cfg, step)[1] for step in ("01_data", "02_sft", "03_rl")}
+    assert got == {"01_data": 0, "02_sft": 1, "03_rl": 4}  # verified on the CPU; a quantised model on one GPU
+    cfg = load_config("cpu")  # device: cpu, whatever the host has
+    assert P.step_device(cfg, "04_eval")[1] == 0 and P.step_device(cfg, "04_eval")[0].startswith("cpu (")

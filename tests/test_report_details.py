@@ -123,6 +123,33 @@ def test_a_notebook_stopped_by_ctrl_c_is_interrupted_and_its_earlier_run_is_not_
     assert "not run by" not in page_text(report)
 
 
+def test_a_run_that_did_not_finish_is_billed_by_the_device_it_started_on(run_dir):
+    # a GPU run interrupted or failed has no timings entry: the device the runner recorded when the step
+    # started is what its GPU-hours are counted on (wall x GPUs)
+    cfg, paths = cpu_run(run_dir)
+    h100x2 = ("2x NVIDIA H100 80GB HBM3", 2)
+    run_state.write_started(paths, "03_rl", h100x2)
+    run_state.write_interrupted(paths, "03_rl", "Ctrl-C", 1800.0, h100x2)
+    run_state.write_started(paths, "04_eval", ("1x NVIDIA H100 80GB HBM3", 1))
+    run_state.write_failed(paths, "04_eval", "RuntimeError", 720.0, ("1x NVIDIA H100 80GB HBM3", 1))
+    rows = _cost(build_report(cfg, paths))
+    rl = next(r for r in rows if r["notebook"] == "03_rl" and r["in the total"] == "yes")
+    assert rl["which run"].startswith("interrupted (Ctrl-C)") and rl["device"] == h100x2[0]
+    assert rl["GPUs"] == "2" and float(rl["GPU-hours"]) == pytest.approx(1.0)
+    ev = next(r for r in rows if r["notebook"] == "04_eval" and r["in the total"] == "yes")
+    assert ev["which run"].startswith("failed (RuntimeError)") and float(ev["GPU-hours"]) == pytest.approx(0.2)
+    assert float(rows[-1]["GPU-hours"]) == pytest.approx(1.2)  # the CPU steps add none
+
+
+def test_a_run_folder_from_before_devices_were_recorded_says_what_its_gpu_hours_leave_out(run_dir):
+    cfg, paths = cpu_run(run_dir)
+    run_state.write_interrupted(paths, "03_rl", "Ctrl-C", 490.0)  # written without a device
+    rows = _cost(build_report(cfg, paths))
+    rl = next(r for r in rows if r["notebook"] == "03_rl" and r["in the total"] == "yes")
+    assert rl["device"] == "not recorded" and rl["GPUs"] == rl["GPU-hours"] == "n/a"
+    assert "1 ran on a device that was not recorded" in rows[-1]["which run"]
+
+
 def test_a_run_killed_outright_before_its_first_checkpoint_is_reported_interrupted(run_dir):
     cfg = load_config("cpu", overrides={"outputs_dir": str(run_dir), "run": "killed"})
     paths = cfg.paths.ensure()

@@ -35,7 +35,7 @@ import psutil
 from . import state as run_state
 from ..core.config import ConfigError, RunConfig, gpu_available, load_config
 from ..core.jsonio import read_json, write_json
-from ..core.paths import RunPaths, project_root
+from ..core.paths import project_root
 from ..core.processes import signals_held, stop_tree
 from ..core.textfmt import duration
 from .notebook import papermill_parameters
@@ -101,8 +101,7 @@ class _Interruptions:
                      if isinstance(error, _Signalled) else (f"its kernel died: {error}", 1))
         wall = time.time() - self.since if self.step else 0.0
         if self.step:
-            run_state.write_interrupted(self.paths, self.step, how.split(":")[0], wall)
-            _note_device(self.paths, self.step, self.device)
+            run_state.write_interrupted(self.paths, self.step, how.split(":")[0], wall, self.device)
         raise Interrupted(self.step, how, wall, code) from None
 
 
@@ -146,13 +145,6 @@ def _record_timing(cfg: RunConfig, name: str, wall_s: float, device: tuple[str, 
     data[name] = {"wall_s": round(wall_s, 2), "finished": time.strftime("%Y-%m-%dT%H:%M:%S"),
                   "device": device[0], "gpus": device[1]}
     write_json(path, data)
-
-
-def _note_device(paths: RunPaths, step: str, device: tuple[str, int]) -> None:
-    """The step's device added to its record (started, interrupted, failed), so the cost table can
-    bill a run that never finished: only a finished one gets a timings entry."""
-    record = run_state.read_record(paths, step) or {}
-    write_json(paths.step_record(step), {**record, "device": device[0], "gpus": device[1]})
 
 
 def step_device(cfg: RunConfig, step: str) -> tuple[str, int]:
@@ -277,9 +269,8 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
             log(f"{head}: running ({why})")
             step = run_state.step_of(nb.stem)
             inputs = run_state.artefacts(paths, step.reads, (record or {}).get("inputs"))
-            run_state.write_started(paths, nb.stem)
             device = step_device(cfg, nb.stem)
-            _note_device(paths, nb.stem, device)  # an interrupted run is billed by it too
+            run_state.write_started(paths, nb.stem, device)  # an interrupted run is billed by it too
             interruptions.running(nb.stem, device)
             t0 = time.time()
             watch = [(name, getattr(paths, name)) for name in step.watch]
@@ -287,8 +278,7 @@ def run_pipeline(profile: str | None = None, run: str | None = None, overrides: 
                 with StepMonitor(log, live=live, watch=watch) as monitor:
                     _execute(nb, paths.executed_notebook(nb.stem), params, monitor)
             except NotebookFailed as e:
-                run_state.write_failed(paths, nb.stem, e.ename, time.time() - t0)
-                _note_device(paths, nb.stem, device)
+                run_state.write_failed(paths, nb.stem, e.ename, time.time() - t0, device)
                 raise
             wall = time.time() - t0
             record = run_state.write_record(cfg, paths, nb.stem, _sha(nb), inputs, wall)

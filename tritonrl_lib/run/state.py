@@ -175,23 +175,33 @@ def _settings_diff(old: Mapping[str, Any], new: Mapping[str, Any], most: int = 3
     return ", ".join(shown) + (f" and {len(keys) - most} more" if len(keys) > most else "")
 
 
-def write_interrupted(paths: RunPaths, name: str, how: str, wall_s: float) -> None:
-    """Record that `tritonrl run` was interrupted while step `name` ran (`how`: "Ctrl-C", ...)."""
+def _on(device: tuple[str, int] | None) -> dict[str, Any]:
+    """What the step runs on, as the cost table bills a run that never finished (only a finished one
+    gets a timings entry): {"device": "2x NVIDIA ...", "gpus": 2}; nothing when not given."""
+    return {} if device is None else {"device": device[0], "gpus": device[1]}
+
+
+def write_interrupted(paths: RunPaths, name: str, how: str, wall_s: float,
+                      device: tuple[str, int] | None = None) -> None:
+    """Record that `tritonrl run` was interrupted while step `name` ran (`how`: "Ctrl-C", ...) on `device`."""
     write_json(paths.step_record(name), {"interrupted": how, "wall_s": round(wall_s, 2),
                                          "interrupted_at": time.time(),
-                                         "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
+                                         "when": time.strftime("%Y-%m-%dT%H:%M:%S"), **_on(device)})
 
 
-def write_started(paths: RunPaths, name: str) -> None:
-    """Record that step `name` started (replacing its finished record): a run killed outright (kill -9,
-    a closed terminal, a machine that stopped) then still reads as interrupted, not as never run."""
-    write_json(paths.step_record(name), {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "started_at": time.time()})
+def write_started(paths: RunPaths, name: str, device: tuple[str, int] | None = None) -> None:
+    """Record that step `name` started on `device` (replacing its finished record): a run killed outright
+    (kill -9, a closed terminal, a machine that stopped) then still reads as interrupted, not as never run."""
+    write_json(paths.step_record(name), {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "started_at": time.time(),
+                                         **_on(device)})
 
 
-def write_failed(paths: RunPaths, name: str, ename: str, wall_s: float) -> None:
-    """Record that step `name` ended with an error (`ename`): the report says so; a later run redoes it."""
+def write_failed(paths: RunPaths, name: str, ename: str, wall_s: float,
+                 device: tuple[str, int] | None = None) -> None:
+    """Record that step `name` ended with an error (`ename`) on `device`: the report says so; a later run
+    redoes it."""
     write_json(paths.step_record(name), {"failed": ename, "wall_s": round(wall_s, 2), "failed_at": time.time(),
-                                         "when": time.strftime("%Y-%m-%dT%H:%M:%S")})
+                                         "when": time.strftime("%Y-%m-%dT%H:%M:%S"), **_on(device)})
 
 
 def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | None = None,
