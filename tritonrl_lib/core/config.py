@@ -133,6 +133,8 @@ class VerifyConfig:
     # reference outputs and inputs kept for their next candidates, handed between one GPU's workers by the pool
     prestart_child: str = "auto"  # auto (on a GPU) | on | off: each worker starts its next children (CUDA context) ahead
     spare_children: int = 1  # how many children each worker keeps started ahead (with prestart_child on)
+    prescreen: str = "auto"  # auto (tasks of 1 GiB or more, or run alone) | on | off: the tiny set first, in a
+    # process of its own, so a candidate that fails there never waits for the task's full sizes
     train_workers_per_gpu: int = 0  # RL rewards' pool (for_training): 0 = as many as the host's cores feed
     train_timing_warmup: int = 3  # RL rewards time correct candidates with a budget of their own (for_training)
     train_timing_trials: int = 10
@@ -325,6 +327,7 @@ def validate(cfg: RunConfig) -> None:
         ("verify", "timing"): ("auto", "on", "off"),
         ("verify", "compile_check"): ("auto", "frontend", "full", "off"),
         ("verify", "prestart_child"): ("auto", "on", "off"),
+        ("verify", "prescreen"): ("auto", "on", "off"),
         ("device",): ("auto", "cpu", "cuda"),
     }
     for path, allowed in choices.items():

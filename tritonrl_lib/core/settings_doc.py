@@ -109,6 +109,8 @@ DESCRIPTIONS: dict[str, str] = {
     "reference_cache_mb": "per worker: reference outputs kept for a task's next candidates",
     "prestart_child": "start each worker's next candidate process ahead: auto (on a GPU) | on | off",
     "spare_children": "candidate processes each worker keeps started ahead",
+    "prescreen": "run the tiny input set first, alone, for large tasks (auto), every task (on) or none (off): a "
+                 "candidate failing there never waits for the task's full sizes",
     "cuda_connections": "CUDA_DEVICE_MAX_CONNECTIONS of candidate processes (0: the driver's 8)",
     # evaluation
     "eval_tasks": "evaluation tasks: heldout (the split's held-out families) | builtin | a checkout, file or hub name",

@@ -65,7 +65,8 @@ STEPS: dict[str, Step] = {
 }
 # Settings that change how fast a step runs, never what it produces.
 SPEED_ONLY = {"verify": ("workers", "workers_per_gpu", "train_workers_per_gpu", "reference_cache_mb",
-                         "prestart_child", "spare_children", "cuda_connections", "verify_cache")}
+                         "prestart_child", "spare_children", "prescreen", "cuda_connections",
+                         "verify_cache")}
 # Where a run is, what it is called and how long it is expected to take: not settings of its work.
 _LOCATION = ("profile", "run", "outputs_dir", "expected_minutes")
 # `tritonrl run` sets this in the environment of the kernel it starts, to the step that kernel runs:

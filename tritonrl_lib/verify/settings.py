@@ -39,6 +39,7 @@ class JobSettings:
     reference_cache_mb: int
     prestart_child: str  # auto | on | off
     spare_children: int
+    prescreen: str  # auto | on | off (worker/job.py)
 
     @classmethod
     def for_device(cls, cfg: VerifyConfig, device: str) -> JobSettings:

@@ -147,6 +147,8 @@ class CandidatePhase:
         self.ch.send({"type": M.STAGE, "stage": "compile"})
 
         for stage in ("tiny", "full"):
+            if self.child.prescreen and (stage == "full" or not any(s.stage == stage for s in plan.sets)):
+                break  # a prescreen ends after the tiny set (worker/job.py)
             for s in plan.sets:
                 if s.stage != stage:
                     continue

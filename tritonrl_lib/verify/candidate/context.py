@@ -79,10 +79,12 @@ class Child:
         self.budget = Budget.from_json(job.get("budget"))  # from the task's footprint (limits.py), if known
         self.gpu_lock: GpuLock | None = None
         self.tracing = bool(os.environ.get("TRITONRL_TRACE"))  # a diagnostic: see mark()
+        # the tiny set alone, before the task's full sizes (worker/job.py): it can only reject
+        self.prescreen = bool(job.get("prescreen"))
 
     def timing_wanted(self) -> bool:
-        """Whether this job times the candidate (on a GPU, with timing on)."""
-        return bool(self.settings.timing_enabled) and self.device == "cuda"
+        """Whether this job times the candidate (on a GPU, with timing on; never in a prescreen)."""
+        return bool(self.settings.timing_enabled) and self.device == "cuda" and not self.prescreen
 
     # ---------------------------------------------------------------- setup
 

@@ -86,6 +86,8 @@ class ReferencePhase:
                 return plan
             self.ch.send({"type": M.REF_RESET})  # the worker's copy does not fit: compute our own
         plan = Plan()
+        if self.child.prescreen:
+            return self.prescreen_plan(plan)
         self.collect = bool(self.child.job.get("collect_reference")) and (
             self.budget is None or self.budget.cacheable_inputs)
         try:
@@ -134,6 +136,28 @@ class ReferencePhase:
         if self.collect:
             self.ch.send({"type": M.REF_MODELS, "tiny_overrides": self.tiny_overrides,
                           "digests": model_digests(plan.models), "eval_mode": self.eval_mode})
+        plan.eval_mode = self.eval_mode
+        self.ch.send({"type": M.REF_FOOTPRINT, "peak_bytes": int(self.peak_bytes)})
+        return plan
+
+    def prescreen_plan(self, plan: Plan) -> Plan | None:
+        """A prescreen's plan (worker/job.py): the tiny set alone, drawn and checked as the full run draws
+        and checks it (the same seeds, the same shrink), and nothing at the task's own sizes. A task
+        that no size constant shrinks gets no set: the prescreen then only imports and builds."""
+        try:
+            base = self.load(TASK_MODULE)
+            plan.models["base"] = self.reference_model(base)
+            tiny = self.tiny_set(plan)
+            if tiny is not None:
+                if not same_values(tiny.draw(self.device), tiny.draw(self.device)):
+                    self.keep_inputs = True
+                if not self.deterministic(plan, tiny):
+                    return None
+                self.run_set(plan, tiny)
+        except RefFailed as e:
+            self.ch.send({"type": M.REF_ERROR, "error": _cause(e)})
+            return None
+        plan.fresh = self.fresh_drawer(base)
         plan.eval_mode = self.eval_mode
         self.ch.send({"type": M.REF_FOOTPRINT, "peak_bytes": int(self.peak_bytes)})
         return plan

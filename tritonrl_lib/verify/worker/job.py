@@ -141,12 +141,12 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
     if budget.too_large:
         return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.TASK_TOO_LARGE,
                        error=budget.too_large).to_dict()
+    if prescreen_wanted(s.prescreen, budget):
+        screened = _prescreen(job, base_dir, conn, queued, budget, judge)
+        if screened is not None:
+            return screened
     limits = Limits.for_job(s, job["device"], budget)
-    if conn is not None:
-        try:
-            conn.send(M.LimitsMessage(type=M.LIMITS, longest_s=limits.longest_s))
-        except (OSError, ValueError):
-            pass
+    _send_limits(conn, limits)
     if budget.exclusive and conn is not None and not ask_exclusive(conn):
         return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
                        error="the pool did not give this task's GPU to it alone").to_dict()
@@ -172,6 +172,58 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
     if budget.note:
         verdict.setdefault("notes", []).append(f"budgets: {budget.note}")
     return verdict
+
+
+PRESCREEN_MIN_BYTES = 1 << 30  # verify.prescreen=auto: tasks whose peak needs this much, or the GPU alone
+
+
+def prescreen_wanted(mode: str, budget: Budget) -> bool:
+    """Whether a job starts with a prescreen: always (on), never (off), or (auto) where the full run is
+    expensive to start: a task that needs the GPU to itself or at least PRESCREEN_MIN_BYTES."""
+    if mode in ("on", "off"):
+        return mode == "on"
+    return budget.exclusive or budget.need_bytes >= PRESCREEN_MIN_BYTES
+
+
+def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget: Budget,
+               judge: Judge) -> dict[str, Any] | None:
+    """The candidate on the task's tiny set alone, in a process of its own, within a worker's share (the
+    GPU shared with the others, no reference phase at the task's sizes). A failure there that is the
+    candidate's own and repeats on every run (R.may_cache) is the verdict: the full run draws the same
+    tiny set first and would end there too. Anything else (passed, out of memory, a time limit, the
+    task's or the verifier's failure) returns None and the full run decides; a prescreen never passes."""
+    small = dataclasses.replace(budget, exclusive=False, cacheable_inputs=False,
+                                gpu_fraction=GPU_MEMORY_FRACTION / max(1, gpu_sharers())
+                                if job["device"] == "cuda" else 0.0,
+                                reference_s=min(budget.reference_s, float(judge.settings.timeout_s)))
+    limits = Limits.for_job(judge.settings, job["device"], small)
+    _send_limits(conn, limits)
+    screen = {**job, "prescreen": True, "budget": small.to_json(), "precision": judge.dot_precision}
+    builder = _builder(base_dir) if job["device"] == "cuda" else None
+    verdict = _run_once(screen, base_dir, conn, queued, Judge(screen, builder), limits, small)
+
+    if not prescreen_final(verdict):
+        return None
+    verdict.setdefault("notes", []).append(
+        "judged on the tiny input set alone, before the task's full sizes ran (verify.prescreen): the full run "
+        "draws the same tiny set first and ends where this one did")
+    verdict.setdefault("phases", {})["prescreen"] = 1.0
+    return verdict
+
+
+def prescreen_final(verdict: dict[str, Any]) -> bool:
+    """Whether a prescreen's verdict stands: a failure of the candidate's own that repeats on every run."""
+    reason = str(verdict.get("reason") or "")
+    return reason != R.OK and not verdict.get("correct") and R.side(reason) == "candidate" and R.may_cache(reason)
+
+
+def _send_limits(conn: Any, limits: Limits) -> None:
+    """The pool's watchdog: the longest the next run may take (its clock restarts here)."""
+    if conn is not None:
+        try:
+            conn.send(M.LimitsMessage(type=M.LIMITS, longest_s=limits.longest_s))
+        except (OSError, ValueError):
+            pass
 
 
 def ran_out_of_memory(verdict: dict[str, Any]) -> bool:
@@ -219,7 +271,8 @@ def _run_once(job: M.Job, base_dir: str, conn: Any, queued: int | None, judge: J
     workdir = tempfile.mkdtemp(prefix="cand-", dir=base_dir)
     s = judge.settings
     refs = _reference_cache(int(s.reference_cache_mb))
-    use_cache = bool(refs.max_bytes) and budget.cacheable_inputs  # a task too big to keep runs its own
+    # a task too big to keep runs its own; a prescreen neither reads nor fills the cache
+    use_cache = bool(refs.max_bytes) and budget.cacheable_inputs and not job.get("prescreen")
     key = cache_key(job)
     entry = refs.get(key) if use_cache else None
     child_job, inherit = job, ()

@@ -154,7 +154,7 @@ class Judge:
             if kind == M.REF_DONE:
                 self._phase("reference")
                 self.ref_done = True
-                if "original" not in self.refs:
+                if "original" not in self.refs and not self.job.get("prescreen"):  # a prescreen: tiny alone
                     return self._fail(R.REFERENCE_ERROR, "no reference outputs for the original inputs")
                 return None
             if not self.ref_done:
@@ -526,7 +526,7 @@ class Judge:
         elif outcome.leftover_processes:
             reason = R.FORK_FLOOD
             error = f"{outcome.leftover_processes} processes were still alive after the candidate's process exited"
-        elif stage_index(self.passed) < stage_index("full"):
+        elif stage_index(self.passed) < stage_index("full") and not self.job.get("prescreen"):
             reason, error = R.PROTOCOL_ERROR, "the candidate's process finished without passing every stage"
         else:
             reason = R.OK
@@ -546,7 +546,7 @@ class Judge:
         if self.precision == TF32 and stage_index(self.passed) >= stage_index("tiny"):
             v.notes.append("precision: tf32 (the solution's tl.dot runs in TF32 on float32 operands: held to TF32's "
                            "own error on every input set; its speedup is against the reference with TF32 allowed)")
-        if stage_index(self.passed) >= stage_index("full") and not self.flags:
+        if stage_index(self.passed) >= stage_index("full") and not self.flags and not self.job.get("prescreen"):
             v.correct = True
             if reason != R.OK:  # failed while timing: still correct, but no speed number
                 reason = R.timing_failed(reason)

@@ -1,0 +1,144 @@
+"""The prescreen (verify.prescreen, worker/job.py): a large task's candidate runs on the tiny set alone
+first, so one that fails there never waits for the task's full sizes. It may only reject: every verdict
+is the one the full run gives, a candidate right on the tiny set is judged by the full run, and only
+the candidate's own, repeatable failures end at the prescreen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.tasks.task import Task
+from tritonrl_lib.verify import reasons as R
+from tritonrl_lib.verify.pool import VerifierPool
+from tritonrl_lib.verify.sandbox.limits import Budget
+from tritonrl_lib.verify.worker.job import PRESCREEN_MIN_BYTES, prescreen_final, prescreen_wanted
+
+CASES = Path(__file__).parent / "verifier_cases"
+NOTE = "judged on the tiny input set alone"
+
+
+def case(kind: str, name: str) -> str:
+    return (CASES / kind / f"{name}.py").read_text()
+
+
+def task(name: str, source: str | None = None) -> Task:
+    return Task(id=f"test/{name}", level=1, name=name, source=source or case("tasks", name))
+
+
+def _summary(v):
+    """A verdict without its notes (the full run's say which larger sets it made) or what each pool's
+    own seeds change (the values in its error)."""
+    return (v.correct, v.stage, v.reason, v.reward, sorted(v.cheat_flags),
+            [(e["name"], e["ok"], e.get("reason"), e["inputs"]) for e in v.errors])
+
+
+def screened(v) -> bool:
+    return bool(v.phases.get("prescreen")) and any(NOTE in n for n in v.notes)
+
+
+# forward right on small inputs only: the tiny set passes, the task's own sizes do not
+RIGHT_WHEN_SMALL = case("candidates", "relu_ok").replace("out = torch.empty_like(x)", "out = torch.zeros_like(x)") \
+    .replace("n_elements = x.numel()", "n_elements = min(x.numel(), 1024)")
+# never computes anything right: every set fails, the tiny one first
+WRONG_EVERYWHERE = case("candidates", "relu_wrong_math")
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    names = {"ok": case("candidates", "relu_ok"), "wrong_math": WRONG_EVERYWHERE,
+             "import_error": case("candidates", "relu_import_error"),
+             "raises": case("candidates", "relu_raises_forward"),
+             "constant": case("candidates", "adv_constant_output"),
+             "right_when_small": RIGHT_WHEN_SMALL,
+             "hardcoded_shape": case("candidates", "relu_hardcoded_shape")}
+    out = {}
+    for mode in ("on", "off"):
+        with VerifierPool(VerifyConfig(timeout_s=60, prescreen=mode, reference_cache_mb=0), workers=1,
+                          device="cpu", cache=False, progress=False) as pool:
+            got = pool.map(task("relu"), list(names.values()))
+        out[mode] = dict(zip(names, got))
+    return out
+
+
+def test_every_verdict_is_the_full_runs(verdicts):
+    for name, full in verdicts["off"].items():
+        assert _summary(verdicts["on"][name]) == _summary(full), name
+        assert not screened(full)
+
+
+def test_failures_on_the_tiny_set_end_at_the_prescreen(verdicts):
+    on = verdicts["on"]
+    for name in ("wrong_math", "import_error", "raises", "constant"):
+        v = on[name]
+        assert not v.correct and screened(v), (name, v.reason, v.notes)
+        assert R.side(v.reason) == "candidate"
+    assert on["wrong_math"].reason == R.mismatch("tiny")
+    assert on["import_error"].reason == R.COMPILE_ERROR
+
+
+def test_a_prescreen_never_passes_a_candidate(verdicts):
+    on = verdicts["on"]
+    assert on["ok"].correct and not screened(on["ok"])
+    # right on the tiny set, wrong at the task's sizes or on the larger set: the full run fails them
+    for name in ("right_when_small", "hardcoded_shape"):
+        v = on[name]
+        assert not v.correct and not screened(v) and v.reason.startswith("mismatch:"), (name, v.reason)
+        assert v.reason != R.mismatch("tiny")
+
+
+NO_SIZE_CONSTANT = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(16, 256)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_task_no_constant_shrinks_is_judged_by_the_full_run():
+    """Nothing to shrink: the prescreen only imports and builds, and the full run judges the values."""
+    t = task("relu_literal", NO_SIZE_CONSTANT)
+    with VerifierPool(VerifyConfig(timeout_s=60, prescreen="on"), workers=1, device="cpu", cache=False,
+                      progress=False) as pool:
+        ok, wrong, broken = pool.map(t, [case("candidates", "relu_ok"), WRONG_EVERYWHERE,
+                                         case("candidates", "relu_import_error")])
+    assert ok.correct and not screened(ok)
+    assert not wrong.correct and not screened(wrong) and wrong.reason.startswith("mismatch:")
+    assert broken.reason == R.COMPILE_ERROR and screened(broken)
+
+
+def _budget(need_gib: float, exclusive: bool = False) -> Budget:
+    return Budget(0.2, exclusive, 8192, 1 << 30, 1 << 30, 2.0, 120.0, True, need_bytes=int(need_gib * (1 << 30)))
+
+
+def test_auto_prescreens_tasks_that_are_expensive_to_start():
+    assert not prescreen_wanted("auto", _budget(0.1))
+    assert prescreen_wanted("auto", _budget(PRESCREEN_MIN_BYTES / (1 << 30)))
+    assert prescreen_wanted("auto", _budget(0.1, exclusive=True))
+    assert prescreen_wanted("on", _budget(0.1)) and not prescreen_wanted("off", _budget(40, exclusive=True))
+
+
+@pytest.mark.parametrize("reason,final", [
+    (R.OK, False),  # passed the tiny set: the full run judges
+    (R.mismatch("tiny"), True), (R.COMPILE_ERROR, True), (R.RUNTIME_ERROR, True), (R.NAN_OUTPUT, True),
+    (R.cheat(R.NO_TRITON_LAUNCH), True),
+    # not the candidate's doing, or not repeatable: the full run decides
+    (R.OUT_OF_MEMORY, False), (R.TIMEOUT, False), (R.MEMORY_LIMIT, False), (R.crash_signal("SIGKILL"), False),
+    (R.INTERNAL_ERROR, False), (R.REFERENCE_ERROR, False), (R.REFERENCE_TIMEOUT, False), (R.WORKER_LOST, False),
+])
+def test_which_prescreen_verdicts_are_final(reason, final):
+    assert prescreen_final({"reason": reason, "correct": False}) is final
+    assert prescreen_final({"reason": reason, "correct": True}) is False
