@@ -281,3 +281,23 @@ def test_cap_is_deterministic_balanced_and_seed_free():
     # growing the cap only adds tasks
     assert {t.id for t in cap_tasks(tasks, 4)} <= {t.id for t in cap_tasks(tasks, 8)}
     assert len(stable_order(tasks)) == 14
+
+
+def test_an_evaluations_fingerprint_leaves_out_what_only_changes_verification_speed():
+    """Another worker count, prescreen or reference cache verifies faster or slower, never otherwise:
+    the record (and an unfinished evaluation's saved completions) stays valid; a tolerance does not."""
+    import dataclasses
+
+    from tritonrl_lib.core.config import VERIFY_SPEED_ONLY, load_config
+    from tritonrl_lib.eval.record import fingerprint
+
+    cfg = load_config("smoke")
+    tasks = [task(1, 1)]
+
+    def fp(**verify):
+        c = dataclasses.replace(cfg, verify=dataclasses.replace(cfg.verify, **verify))
+        return fingerprint(model_stage="sft", spec="tiny", tasks=tasks, sampling=sampling(), cfg=c, device="cpu")
+
+    assert "prescreen" in VERIFY_SPEED_ONLY and "workers_per_gpu" in VERIFY_SPEED_ONLY
+    assert fp() == fp(prescreen="off", workers_per_gpu=3, reference_cache_mb=0, spare_children=2, workers=5)
+    assert fp() != fp(atol=1e-3) and fp() != fp(num_variations=2)

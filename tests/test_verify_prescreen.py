@@ -137,7 +137,7 @@ def test_auto_prescreens_tasks_that_are_expensive_to_start():
     (R.cheat(R.NO_TRITON_LAUNCH), True),
     # not the candidate's doing, or not repeatable: the full run decides
     (R.OUT_OF_MEMORY, False), (R.TIMEOUT, False), (R.MEMORY_LIMIT, False), (R.crash_signal("SIGKILL"), False),
-    (R.INTERNAL_ERROR, False), (R.REFERENCE_ERROR, False), (R.REFERENCE_TIMEOUT, False), (R.WORKER_LOST, False),
+    (R.PROTOCOL_ERROR, False), (R.INTERNAL_ERROR, False), (R.REFERENCE_ERROR, False), (R.REFERENCE_TIMEOUT, False), (R.WORKER_LOST, False),
 ])
 def test_which_prescreen_verdicts_are_final(reason, final):
     assert prescreen_final({"reason": reason, "correct": False}) is final

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from . import metrics as M
-from ..core.config import ConfigError, RunConfig
+from ..core.config import VERIFY_SPEED_ONLY, ConfigError, RunConfig
 from ..core.jsonio import DamagedFile, read_json, write_json
 from ..core.paths import RunPaths
 from ..rollout import SamplingConfig
@@ -92,7 +92,7 @@ def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling:
                 device: str) -> dict[str, Any]:
     """Everything an eval record's numbers depend on."""
     sampling_d = {k: v for k, v in dataclasses.asdict(sampling).items() if k != "notes"}
-    verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k != "workers"}  # speed, not results
+    verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k not in VERIFY_SPEED_ONLY}
     return {"format": EVAL_FORMAT, "stage": model_stage, "model": model_identity(spec),
             "base_model": cfg.model.model if model_stage != "base" else None,
             "tasks": hashlib.sha256("\n".join(t.id + ":" + hashlib.sha256(t.source.encode()).hexdigest()[:12]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..core.config import RunConfig
+from ..core.config import VERIFY_SPEED_ONLY, RunConfig
 from ..core.digests import file_sha256
 from ..core.jsonio import DamagedFile, read_json, write_json
 from ..core.paths import RunPaths
@@ -64,9 +64,7 @@ STEPS: dict[str, Step] = {
                       ("report_html",)),
 }
 # Settings that change how fast a step runs, never what it produces.
-SPEED_ONLY = {"verify": ("workers", "workers_per_gpu", "train_workers_per_gpu", "reference_cache_mb",
-                         "prestart_child", "spare_children", "prescreen", "cuda_connections",
-                         "verify_cache")}
+SPEED_ONLY = {"verify": VERIFY_SPEED_ONLY}
 # Where a run is, what it is called and how long it is expected to take: not settings of its work.
 _LOCATION = ("profile", "run", "outputs_dir", "expected_minutes")
 # `tritonrl run` sets this in the environment of the kernel it starts, to the step that kernel runs:

@@ -212,9 +212,11 @@ def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget:
 
 
 def prescreen_final(verdict: dict[str, Any]) -> bool:
-    """Whether a prescreen's verdict stands: a failure of the candidate's own that repeats on every run."""
+    """Whether a prescreen's verdict stands: a failure of the candidate's own that repeats on every run. A
+    protocol error is left to the full run: the prescreen's shorter protocol is the verifier's own."""
     reason = str(verdict.get("reason") or "")
-    return reason != R.OK and not verdict.get("correct") and R.side(reason) == "candidate" and R.may_cache(reason)
+    return reason not in (R.OK, R.PROTOCOL_ERROR) and not verdict.get("correct") and R.side(reason) == "candidate" \
+        and R.may_cache(reason)
 
 
 def _send_limits(conn: Any, limits: Limits) -> None:
