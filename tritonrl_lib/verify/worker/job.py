@@ -1,7 +1,8 @@
 """One job in a worker: a candidate verified in its own process, judged, its reference phase kept.
 
 `run_job` builds the `Judge`, picks the job's process (the oldest spare, else a fresh fork), runs
-it under the job's limits (sandbox/run.py) and returns the verdict as a dict. Around it live the
+it under the job's limits (sandbox/run.py) and returns the verdict as a dict. A large task's job runs
+the tiny set alone first (`_prescreen`): a candidate that fails there never waits for the full sizes. Around it live the
 worker's singletons, one per worker process: its reference cache (reference_cache.py, shared with
 the other workers of its GPU through the pool: `share_reference` / `adopt_reference`) and its
 builder of Triton's C modules (native_builds.py).
