@@ -123,11 +123,13 @@ def draw_conv(rng: random.Random, style: Style, x: str, kind: str) -> Heavy:
     padding = rng.choice((0, 0, 1)) if k > 1 else 0
     out_pad = 1 if transposed and stride == 2 and rng.random() < 0.3 else 0
     kwargs = []
-    as_constants = rng.random() < 0.5
+    # KernelBench passes stride and padding (and a transposed one's output_padding) to the constructor even at
+    # their defaults ("kb"): a solution must take every one of them, so the corpus shows long constructors too
+    mode = rng.choice(("kb", "kb", "changed", "literal"))
     for name, value, default in (("stride", stride, 1), ("padding", padding, 0), ("output_padding", out_pad, 0)):
-        if value == default:
+        if name == "output_padding" and not transposed or value == default and mode != "kb":
             continue
-        if as_constants:
+        if mode != "literal":
             constants.append((name, value))
             init_params.append((name, "int"))
             init_inputs.append(name)
@@ -202,7 +204,7 @@ class Build:
 
     def const(self, names: tuple[str, ...], value: float) -> tuple[str, str]:
         """A constant: a constructor argument (reference `self.name`, kernel argument `name`) or a literal."""
-        if self.rng.random() < 0.55:
+        if self.rng.random() < 0.7:  # KernelBench's way, mostly: a constructor argument
             name = self.fresh(names)
             self.constants.append((name, value))
             self.init_params.append((name, "float"))
@@ -216,7 +218,7 @@ class Build:
         """A learned per-channel (per-feature) parameter: (reference expression, kernel local)."""
         attr = self.fresh(names)
         scale = self.rng.choice(("", "", " * 0.1", " * 0.5"))
-        if self.rng.random() < 0.4:  # KernelBench's way: the shape a constructor argument
+        if self.rng.random() < 0.6:  # KernelBench's way: the shape a constructor argument
             shape = f"{attr}_shape"
             self.taken.add(shape)
             self.constants.append((shape, Source(f"({self.pshape},)" if "," not in self.pshape else f"({self.pshape})")))
