@@ -284,8 +284,10 @@ def test_cap_is_deterministic_balanced_and_seed_free():
 
 
 def test_an_evaluations_fingerprint_leaves_out_what_only_changes_verification_speed():
-    """Another worker count, prescreen or reference cache verifies faster or slower, never otherwise:
-    the record (and an unfinished evaluation's saved completions) stays valid; a tolerance does not."""
+    """Another worker count or reference cache verifies faster or slower, never otherwise: the record
+    (and an unfinished evaluation's saved completions) stays valid. A tolerance, the prescreen (a failing
+    candidate's reason may differ with it) and the workers sharing a GPU (they size a large task's sets)
+    are part of it."""
     import dataclasses
 
     from tritonrl_lib.core.config import VERIFY_SPEED_ONLY, load_config
@@ -298,6 +300,7 @@ def test_an_evaluations_fingerprint_leaves_out_what_only_changes_verification_sp
         c = dataclasses.replace(cfg, verify=dataclasses.replace(cfg.verify, **verify))
         return fingerprint(model_stage="sft", spec="tiny", tasks=tasks, sampling=sampling(), cfg=c, device="cpu")
 
-    assert "prescreen" in VERIFY_SPEED_ONLY and "workers_per_gpu" in VERIFY_SPEED_ONLY
-    assert fp() == fp(prescreen="off", workers_per_gpu=3, reference_cache_mb=0, spare_children=2, workers=5)
+    assert "reference_cache_mb" in VERIFY_SPEED_ONLY and "prescreen" not in VERIFY_SPEED_ONLY
+    assert fp() == fp(reference_cache_mb=0, spare_children=2, workers=5, prestart_child="off", cuda_connections=4)
     assert fp() != fp(atol=1e-3) and fp() != fp(num_variations=2)
+    assert fp() != fp(prescreen="off") and fp() != fp(workers_per_gpu=3)

@@ -51,6 +51,8 @@ def verdicts():
     names = {"ok": case("candidates", "relu_ok"), "wrong_math": WRONG_EVERYWHERE,
              "import_error": case("candidates", "relu_import_error"),
              "raises": case("candidates", "relu_raises_forward"),
+             "nan": case("candidates", "adv_nan_output"),
+             "wrong_dtype": case("candidates", "relu_wrong_dtype"),
              "constant": case("candidates", "adv_constant_output"),
              "right_when_small": RIGHT_WHEN_SMALL,
              "hardcoded_shape": case("candidates", "relu_hardcoded_shape")}
@@ -71,17 +73,22 @@ def test_every_verdict_is_the_full_runs(verdicts):
 
 def test_failures_on_the_tiny_set_end_at_the_prescreen(verdicts):
     on = verdicts["on"]
-    for name in ("wrong_math", "import_error", "raises", "constant"):
+    for name in ("import_error", "raises", "nan", "wrong_dtype"):
         v = on[name]
         assert not v.correct and screened(v), (name, v.reason, v.notes)
         assert R.side(v.reason) == "candidate"
-    assert on["wrong_math"].reason == R.mismatch("tiny")
-    assert on["import_error"].reason == R.COMPILE_ERROR
+    assert on["import_error"].reason == R.COMPILE_ERROR and on["raises"].reason == R.RUNTIME_ERROR
+    assert on["nan"].reason == R.NAN_OUTPUT and on["wrong_dtype"].reason == R.DTYPE_MISMATCH
+    # wrong values are judged by the full run: the tiny set's tolerance reads the original outputs
+    for name in ("wrong_math", "constant"):
+        v = on[name]
+        assert not v.correct and not screened(v) and v.reason.startswith("mismatch:"), (name, v.reason)
+        assert v.phases.get("prescreen_s", 0) > 0
 
 
 def test_a_prescreen_never_passes_a_candidate(verdicts):
     on = verdicts["on"]
-    assert on["ok"].correct and not screened(on["ok"])
+    assert on["ok"].correct and not screened(on["ok"]) and on["ok"].phases.get("prescreen_passed") == 1.0
     # right on the tiny set, wrong at the task's sizes or on the larger set: the full run fails them
     for name in ("right_when_small", "hardcoded_shape"):
         v = on[name]
@@ -133,8 +140,11 @@ def test_auto_prescreens_tasks_that_are_expensive_to_start():
 
 @pytest.mark.parametrize("reason,final", [
     (R.OK, False),  # passed the tiny set: the full run judges
-    (R.mismatch("tiny"), True), (R.COMPILE_ERROR, True), (R.RUNTIME_ERROR, True), (R.NAN_OUTPUT, True),
-    (R.cheat(R.NO_TRITON_LAUNCH), True),
+    (R.COMPILE_ERROR, True), (R.RUNTIME_ERROR, True), (R.NAN_OUTPUT, True), (R.SHAPE_MISMATCH, True),
+    (R.DTYPE_MISMATCH, True), (R.cheat(R.NO_TRITON_LAUNCH), True), (R.EXIT_CALLED, True),
+    # values held to a standard the full run sets with the original outputs; faults the memory state decides
+    (R.mismatch("tiny"), False), (R.CUDA_ERROR, False), (R.crash_signal("SIGSEGV"), False),
+    (R.crash_signal("SIGABRT"), False),
     # not the candidate's doing, or not repeatable: the full run decides
     (R.OUT_OF_MEMORY, False), (R.TIMEOUT, False), (R.MEMORY_LIMIT, False), (R.crash_signal("SIGKILL"), False),
     (R.PROTOCOL_ERROR, False), (R.INTERNAL_ERROR, False), (R.REFERENCE_ERROR, False), (R.REFERENCE_TIMEOUT, False), (R.WORKER_LOST, False),
@@ -142,3 +152,32 @@ def test_auto_prescreens_tasks_that_are_expensive_to_start():
 def test_which_prescreen_verdicts_are_final(reason, final):
     assert prescreen_final({"reason": reason, "correct": False}) is final
     assert prescreen_final({"reason": reason, "correct": True}) is False
+
+
+@pytest.mark.parametrize("error", ["RuntimeError: CUDA out of memory. Tried to allocate 8.00 GiB",
+                                   "RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR",
+                                   "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"])
+def test_a_failure_of_the_shared_gpus_resources_goes_to_the_full_run(error):
+    """The prescreen shares its GPU with other jobs where the full run may have it alone."""
+    assert prescreen_final({"reason": R.RUNTIME_ERROR, "correct": False, "error": "Traceback\n" + error}) is False
+    assert prescreen_final({"reason": R.RUNTIME_ERROR, "correct": False, "error": "ValueError: bad grid"}) is True
+
+
+def test_an_honest_tf32_kernel_is_not_failed_by_the_prescreen():
+    """A GEMM whose tl.dot runs in TF32 on float32 inputs is held to TF32's own error on the tiny set in the
+    full run (the reference's heavy ops are float32): the prescreen holds it to the same, from the tiny
+    set's own reference, and passes it on."""
+    src = case("tasks", "gemm_bias_tanh").replace("torch.randn(batch_size, in_features) * 8",
+                                                  "torch.randn(batch_size, in_features) * 64") \
+        .replace("return torch.tanh(self.linear(x))", "return self.linear(x)")
+    assert src != case("tasks", "gemm_bias_tanh")
+    code = case("candidates", "gemm_bias_tanh_tf32_ok").replace("y = 2.0 * tl.sigmoid(2.0 * z) - 1.0", "y = z")
+    assert code != case("candidates", "gemm_bias_tanh_tf32_ok")
+    got = {}
+    for mode in ("off", "on"):
+        with VerifierPool(VerifyConfig(timeout_s=90, memory_limit_mb=3000, prescreen=mode, reference_cache_mb=0),
+                          workers=1, device="cpu", cache=False, progress=False) as pool:
+            got[mode] = pool.verify(task("gemm_bias_x64", src), code)
+    assert got["off"].correct, (got["off"].reason, got["off"].error[-300:])
+    assert got["on"].correct and not screened(got["on"]), (got["on"].reason, got["on"].error[-300:])
+    assert got["on"].phases.get("prescreen_passed") == 1.0  # passed on its own, not only by the full run

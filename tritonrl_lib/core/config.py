@@ -152,10 +152,11 @@ class VerifyConfig:
                                    timeout_s=min(self.timeout_s, self.train_timeout_s))
 
 
-# VerifyConfig's settings that change how fast verification runs, never a verdict: a step's or an
-# evaluation's fingerprint leaves them out, so changing them re-runs nothing
+# VerifyConfig's settings that change how fast verification runs, never a verdict (a large task's budget
+# reads how many workers share its GPU: an evaluation keeps the per-GPU counts in its fingerprint): a
+# step's or an evaluation's fingerprint leaves them out, so changing them re-runs nothing
 VERIFY_SPEED_ONLY = ("workers", "workers_per_gpu", "train_workers_per_gpu", "reference_cache_mb", "prestart_child",
-                     "spare_children", "prescreen", "cuda_connections", "verify_cache")
+                     "spare_children", "cuda_connections", "verify_cache")
 
 
 @dataclass

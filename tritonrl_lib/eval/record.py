@@ -92,7 +92,8 @@ def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling:
                 device: str) -> dict[str, Any]:
     """Everything an eval record's numbers depend on."""
     sampling_d = {k: v for k, v in dataclasses.asdict(sampling).items() if k != "notes"}
-    verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k not in VERIFY_SPEED_ONLY}
+    speed_only = set(VERIFY_SPEED_ONLY) - {"workers_per_gpu", "train_workers_per_gpu"}  # these size large tasks' sets
+    verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k not in speed_only}
     return {"format": EVAL_FORMAT, "stage": model_stage, "model": model_identity(spec),
             "base_model": cfg.model.model if model_stage != "base" else None,
             "tasks": hashlib.sha256("\n".join(t.id + ":" + hashlib.sha256(t.source.encode()).hexdigest()[:12]

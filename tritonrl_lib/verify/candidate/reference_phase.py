@@ -143,14 +143,15 @@ class ReferencePhase:
     def prescreen_plan(self, plan: Plan) -> Plan | None:
         """A prescreen's plan (worker/job.py): the tiny set alone, drawn and checked as the full run draws
         and checks it (the same seeds, the same shrink), and nothing at the task's own sizes. A task
-        that no size constant shrinks gets no set: the prescreen then only imports and builds."""
+        that no size constant shrinks gets no set: the prescreen then only imports and builds. The tiny
+        inputs are held as first drawn: the candidate gets the very values the reference ran on, never
+        stricter than the full run (which holds them only where the task's own draws differ)."""
         try:
             base = self.load(TASK_MODULE)
             plan.models["base"] = self.reference_model(base)
             tiny = self.tiny_set(plan)
             if tiny is not None:
-                if not same_values(tiny.draw(self.device), tiny.draw(self.device)):
-                    self.keep_inputs = True
+                self.keep_inputs = True
                 if not self.deterministic(plan, tiny):
                     return None
                 self.run_set(plan, tiny)

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from typing import Any
 
 from .. import reasons as R
@@ -143,9 +144,14 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.TASK_TOO_LARGE,
                        error=budget.too_large).to_dict()
     if prescreen_wanted(s.prescreen, budget):
+        t0 = time.monotonic()
         screened = _prescreen(job, base_dir, conn, queued, budget, judge)
-        if screened is not None:
+        if prescreen_final(screened):
             return screened
+        # the full run's clocks start now; the prescreen's time and whether it passed are said apart
+        judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
+        judge.phases["prescreen_s"] = round(time.monotonic() - t0, 3)
+        judge.phases["prescreen_passed"] = float(screened.get("reason") == R.OK)
     limits = Limits.for_job(s, job["device"], budget)
     _send_limits(conn, limits)
     if budget.exclusive and conn is not None and not ask_exclusive(conn):
@@ -187,12 +193,12 @@ def prescreen_wanted(mode: str, budget: Budget) -> bool:
 
 
 def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget: Budget,
-               judge: Judge) -> dict[str, Any] | None:
+               judge: Judge) -> dict[str, Any]:
     """The candidate on the task's tiny set alone, in a process of its own, within a worker's share (the
-    GPU shared with the others, no reference phase at the task's sizes). A failure there that is the
-    candidate's own and repeats on every run (R.may_cache) is the verdict: the full run draws the same
-    tiny set first and would end there too. Anything else (passed, out of memory, a time limit, the
-    task's or the verifier's failure) returns None and the full run decides; a prescreen never passes."""
+    GPU shared with the others, no reference phase at the task's sizes); its verdict. Where that is final
+    (`prescreen_final`: a failure of the candidate's own that the full run, drawing the same tiny set
+    first, would end on too) it says so; anything else is left to the full run (run_job): a prescreen
+    never passes anything."""
     small = dataclasses.replace(budget, exclusive=False, cacheable_inputs=False,
                                 gpu_fraction=GPU_MEMORY_FRACTION / max(1, gpu_sharers())
                                 if job["device"] == "cuda" else 0.0,
@@ -202,9 +208,8 @@ def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget:
     screen = {**job, "prescreen": True, "budget": small.to_json(), "precision": judge.dot_precision}
     builder = _builder(base_dir) if job["device"] == "cuda" else None
     verdict = _run_once(screen, base_dir, conn, queued, Judge(screen, builder), limits, small)
-
     if not prescreen_final(verdict):
-        return None
+        return verdict
     verdict.setdefault("notes", []).append(
         "judged on the tiny input set alone, before the task's full sizes ran (verify.prescreen): the full run "
         "draws the same tiny set first and ends where this one did")
@@ -212,12 +217,26 @@ def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget:
     return verdict
 
 
+# left to the full run even where they are the candidate's: values held to a standard the full run sets with
+# its other sets (the tiny set's tolerance grows with the original outputs' magnitude), faults that the
+# process's memory state can decide (a kernel reading out of bounds, a crash), and the protocol (the
+# prescreen's shorter one is the verifier's own)
+NOT_FINAL = (R.MISMATCH, R.CUDA_ERROR, R.CRASH_SIGNAL, R.PROTOCOL_ERROR)
+
+
 def prescreen_final(verdict: dict[str, Any]) -> bool:
-    """Whether a prescreen's verdict stands: a failure of the candidate's own that repeats on every run. A
-    protocol error is left to the full run: the prescreen's shorter protocol is the verifier's own."""
+    """Whether a prescreen's verdict stands: a failure of the candidate's own that repeats on every run and
+    does not depend on what the prescreen leaves out (the task's full sizes, the GPU to itself)."""
     reason = str(verdict.get("reason") or "")
-    return reason not in (R.OK, R.PROTOCOL_ERROR) and not verdict.get("correct") and R.side(reason) == "candidate" \
-        and R.may_cache(reason)
+    return reason != R.OK and not verdict.get("correct") and R.side(reason) == "candidate" and R.may_cache(reason) \
+        and R.head(reason) not in NOT_FINAL and not ran_out_of_memory(verdict) and not _library_resources(verdict)
+
+
+def _library_resources(verdict: dict[str, Any]) -> bool:
+    """A cuBLAS or cuDNN status (an allocation failed, an internal error): the library ran short where the
+    prescreen shared its GPU; the full run may not."""
+    said = " ".join([str(verdict.get("error") or ""), *map(str, verdict.get("notes") or [])]).upper()
+    return "CUBLAS_STATUS" in said or "CUDNN_STATUS" in said or "ALLOC_FAILED" in said
 
 
 def _send_limits(conn: Any, limits: Limits) -> None:

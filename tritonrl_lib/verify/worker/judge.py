@@ -262,7 +262,7 @@ class Judge:
     def precision(self) -> str:
         """"tf32" when the solution's tl.dot may run in TF32 and the reference runs float32 GEMMs or
         convolutions (precision.py); "" otherwise."""
-        ref = self.refs.get("original")
+        ref = self.refs.get("original") or (self.refs.get("tiny") if self.job.get("prescreen") else None)
         if self.dot_precision == TF32 and ref is not None and float32_heavy(ref.get("heavy_dtypes")):
             return TF32
         return ""
