@@ -88,7 +88,9 @@ def test_single_op_references_reveal_their_family():
     assert single_op_family(["softmax", "softmax"]) == "softmax"
     assert single_op_family(["mm"]) == "matmul"
     assert single_op_family(["relu", "mul"]) is None  # a fusion is no one op's task
-    assert single_op_family(["conv2d"]) is None  # not a family of ours
+    assert single_op_family(["conv2d"]) == "conv2d"  # the Level-1 convolution category
+    assert single_op_family(["convtranspose3d"]) == "conv_transpose3d"
+    assert single_op_family(["pixel_shuffle"]) is None  # not a family of ours
     assert leaked_family(["tanh"], ["tanh", "gelu"]) == "tanh"
     assert leaked_family(["tanh"], ["gelu"]) is None
 

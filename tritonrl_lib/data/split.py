@@ -190,6 +190,8 @@ OP_ALIASES = {
     "cross_entropy": "cross_entropy", "kl_div": "kl_div", "cosine_similarity": "cosine_similarity",
     "abs": "abs", "square": "square", "clamp": "clamp", "clip": "clamp", "add": "add", "mul": "mul", "sub": "sub",
     "div": "div", "where": "where_positive", "gelu": "gelu", "silu": "silu", "swish": "silu",
+    # nn.ConvTranspose<n>d; a depthwise / pointwise / separable Conv2d reads as conv2d
+    "convtranspose1d": "conv_transpose1d", "convtranspose2d": "conv_transpose2d", "convtranspose3d": "conv_transpose3d",
 }
 
 

@@ -20,6 +20,9 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
         "normalization": ("layer_norm", "rms_norm", "l2_normalize", "batch_norm", "instance_norm", "group_norm"),
         "matmul": ("matmul", "matmul_rect", "bmm", "matvec", "matmul_transposed", "matmul_scalar", "outer"),
         "pooling": ("max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d"),
+        # direct convolutions in Triton (data/templates/conv.py): a third of KernelBench's Level 1
+        "convolution": ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+                        "conv_depthwise2d", "conv_pointwise2d", "conv_depthwise_separable2d"),
         "cumulative": ("cumsum", "cumprod", "reverse_cumsum", "exclusive_cumsum"),
         "loss": ("mse_loss", "l1_loss", "smooth_l1_loss", "cross_entropy", "kl_div", "hinge_loss",
                  "cosine_similarity"),
