@@ -144,7 +144,7 @@ def _rank(rank: int, port: int, out: str) -> None:
         "sent": [[c.group, c.token_ids] for c in sent],
         "resume": str(resume) if resume else None, "curriculum_log": str(cur.log_path) if cur.log_path else None,
     }))
-    ranks.barrier()
+    ranks.close()
 
 
 def _free_port() -> int:

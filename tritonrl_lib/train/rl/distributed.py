@@ -119,6 +119,13 @@ class Ranks:
 
             PartialState().wait_for_everyone()
 
+    def close(self) -> None:
+        """Leave the process group once every rank is done (accelerate's own teardown): a process that
+        exits with gloo's threads still running may abort ("terminate called without an active
+        exception"), and a launcher reads that as a failed rank."""
+        if self.world > 1:
+            leave_process_group()
+
     def agree(self, value: T, what: str) -> T:
         """`value` as rank 0 has it; an error naming `what` when another rank computed otherwise (the
         ranks read the same files: a difference is a bug, never something to paper over)."""
@@ -179,6 +186,19 @@ class Ranks:
 
 
 SINGLE = Ranks()
+
+
+def leave_process_group() -> None:
+    """Ranks.close for a process that holds no Ranks (the RL entry, once its run returned); nothing when
+    no process group was joined."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        from accelerate import PartialState
+
+        state = PartialState()
+        state.wait_for_everyone()
+        state.destroy_process_group()
 
 
 def refuse_sharded_policy() -> None:

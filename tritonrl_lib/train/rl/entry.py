@@ -28,6 +28,7 @@ from ...core.config import ConfigError, RunConfig, load_config
 from ...core.jsonio import write_json
 from ...core.paths import RunPaths
 from ...model.load import ModelLoadError, explain_oom
+from .distributed import leave_process_group
 from .best_of_n import train_best_of_n
 from .grpo import train_grpo
 from .run_frame import RLResult
@@ -89,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.status_file and int(os.environ.get("RANK", "0")) == 0:  # rank 0 speaks for the run
         write_json(args.status_file, {"status": result.status, "rounds_done": result.rounds_done})
+    leave_process_group()  # several ranks: gone together, none aborting on gloo's threads at exit
     return 0
 
 
