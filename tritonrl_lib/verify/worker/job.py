@@ -30,6 +30,7 @@ from ..sandbox.limits import (GPU_MEMORY_FRACTION, Budget, Limits, gpu_sharers, 
                               reference_cache_bytes)
 from ..sandbox.run import run_sandboxed
 from ..sandbox.spares import SPARES, prestart_wanted, spares_wanted
+from ..settings import JobSettings
 from ..verdict import Verdict
 from .judge import Judge
 from .reference_cache import ReferenceCache, cache_key, recv_fds, send_record
@@ -127,6 +128,11 @@ def reference_keys() -> list[str]:
     return list(_REFERENCES.entries)
 
 
+def _new_judge(job: M.Job, base_dir: str) -> Judge:
+    """A run's judge, with the worker's builder of Triton's C modules on a GPU."""
+    return Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
+
+
 def _builder(base_dir: str) -> NativeBuilder:
     """One builder per worker (its folder lives and dies with the worker's temp dir)."""
     if base_dir not in _BUILDERS:
@@ -137,7 +143,7 @@ def _builder(base_dir: str) -> NativeBuilder:
 def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = None) -> dict[str, Any]:
     """Verify one candidate in a fresh child of this worker; returns a Verdict as a dict. `queued`:
     how many jobs the pool still holds after this one (None: unknown)."""
-    judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
+    judge = _new_judge(job, base_dir)
     s = judge.settings
     budget = job_budget(job, s)
     if budget.too_large:
@@ -148,8 +154,9 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         screened = _prescreen(job, base_dir, conn, queued, budget, judge)
         if prescreen_final(screened):
             return screened
-        # the full run's clocks start now; the prescreen's time and whether it passed are said apart
-        judge = Judge(job, _builder(base_dir) if job["device"] == "cuda" else None)
+        # the full run's clocks start now (its precision as read once); the prescreen's time and whether
+        # it passed are said apart
+        judge = _new_judge({**job, "precision": judge.dot_precision}, base_dir)
         judge.phases["prescreen_s"] = round(time.monotonic() - t0, 3)
         judge.phases["prescreen_passed"] = float(screened.get("reason") == R.OK)
     limits = Limits.for_job(s, job["device"], budget)
@@ -168,7 +175,7 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         if ask_exclusive(conn):
             job = {**job, "budget": alone.to_json()}
             first = verdict.get("reason")
-            verdict = _run_once(job, base_dir, conn, queued, Judge(job, _builder(base_dir)), limits, alone)
+            verdict = _run_once(job, base_dir, conn, queued, _new_judge(job, base_dir), limits, alone)
             verdict.setdefault("notes", []).append(
                 f"ran again with the GPU to itself: the first run ran out of GPU memory in this worker's share "
                 f"({budget.gpu_fraction:.0%} of the GPU; it ended {first})")
@@ -206,8 +213,7 @@ def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget:
     limits = Limits.for_job(judge.settings, job["device"], small)
     _send_limits(conn, limits)
     screen = {**job, "prescreen": True, "budget": small.to_json(), "precision": judge.dot_precision}
-    builder = _builder(base_dir) if job["device"] == "cuda" else None
-    verdict = _run_once(screen, base_dir, conn, queued, Judge(screen, builder), limits, small)
+    verdict = _run_once(screen, base_dir, conn, queued, _new_judge(screen, base_dir), limits, small)
     if not prescreen_final(verdict):
         return verdict
     verdict.setdefault("notes", []).append(
@@ -235,7 +241,7 @@ def prescreen_final(verdict: dict[str, Any]) -> bool:
 def _library_resources(verdict: dict[str, Any]) -> bool:
     """A cuBLAS or cuDNN status (an allocation failed, an internal error): the library ran short where the
     prescreen shared its GPU; the full run may not."""
-    said = " ".join([str(verdict.get("error") or ""), *map(str, verdict.get("notes") or [])]).upper()
+    said = _said(verdict).upper()
     return "CUBLAS_STATUS" in said or "CUDNN_STATUS" in said or "ALLOC_FAILED" in said
 
 
@@ -254,16 +260,19 @@ def ran_out_of_memory(verdict: dict[str, Any]) -> bool:
     reason = str(verdict.get("reason") or "")
     if reason in (R.OUT_OF_MEMORY, R.timing_failed(R.OUT_OF_MEMORY)):
         return True
-    said = " ".join([str(verdict.get("error") or ""), *map(str, verdict.get("notes") or [])]).lower()
-    return "out of memory" in said
+    return "out of memory" in _said(verdict).lower()
+
+
+def _said(verdict: dict[str, Any]) -> str:
+    """A verdict's error and notes, as one text to look for a cause in."""
+    return " ".join([str(verdict.get("error") or ""), *map(str, verdict.get("notes") or [])])
 
 
 def _remeasured(first: dict[str, Any], job: M.Job, base_dir: str, conn: Any, queued: int | None,
                 limits: Limits, budget: Budget, review: float) -> dict[str, Any]:
     """A speedup above the review threshold, measured again in a fresh process before it is paid: the
     lower of the two counts; if the second run is not correct or has no timing, only correctness is."""
-    again = _run_once(job, base_dir, conn, queued, Judge(job, _builder(base_dir) if job["device"] == "cuda"
-                                                             else None), limits, budget)
+    again = _run_once(job, base_dir, conn, queued, _new_judge(job, base_dir), limits, budget)
     out = dict(first)
     notes = list(out.get("notes") or [])
 
@@ -281,7 +290,7 @@ def _remeasured(first: dict[str, Any], job: M.Job, base_dir: str, conn: Any, que
         out.update(speedup=None, timing=None, ref_time_ms=None, kernel_time_ms=None, stage="full")
     out["notes"] = notes
     out["reward"] = compute_reward(out["stage"], out.get("cheat_flags") or [], out.get("speedup"),
-                                   float(Judge(job).settings.partial_credit))
+                                   float(JobSettings.from_json(job["settings"]).partial_credit))
     return out
 
 

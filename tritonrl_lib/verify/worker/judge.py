@@ -56,6 +56,7 @@ class Judge:
         given = job.get("precision")
         self.dot_precision = given if isinstance(given, str) else candidate_precision(str(job.get("code") or ""))
         self.extra_ops = tuple(job.get("extra_ops") or ())
+        self.prescreen = bool(job.get("prescreen"))  # the tiny set alone (worker/job.py): never correct
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
         self.tracing = bool(os.environ.get("TRITONRL_TRACE"))
@@ -154,7 +155,7 @@ class Judge:
             if kind == M.REF_DONE:
                 self._phase("reference")
                 self.ref_done = True
-                if "original" not in self.refs and not self.job.get("prescreen"):  # a prescreen: tiny alone
+                if "original" not in self.refs and not self.prescreen:
                     return self._fail(R.REFERENCE_ERROR, "no reference outputs for the original inputs")
                 return None
             if not self.ref_done:
@@ -262,7 +263,7 @@ class Judge:
     def precision(self) -> str:
         """"tf32" when the solution's tl.dot may run in TF32 and the reference runs float32 GEMMs or
         convolutions (precision.py); "" otherwise."""
-        ref = self.refs.get("original") or (self.refs.get("tiny") if self.job.get("prescreen") else None)
+        ref = self.refs.get("original") or (self.refs.get("tiny") if self.prescreen else None)
         if self.dot_precision == TF32 and ref is not None and float32_heavy(ref.get("heavy_dtypes")):
             return TF32
         return ""
@@ -526,7 +527,7 @@ class Judge:
         elif outcome.leftover_processes:
             reason = R.FORK_FLOOD
             error = f"{outcome.leftover_processes} processes were still alive after the candidate's process exited"
-        elif stage_index(self.passed) < stage_index("full") and not self.job.get("prescreen"):
+        elif stage_index(self.passed) < stage_index("full") and not self.prescreen:
             reason, error = R.PROTOCOL_ERROR, "the candidate's process finished without passing every stage"
         else:
             reason = R.OK
@@ -546,7 +547,7 @@ class Judge:
         if self.precision == TF32 and stage_index(self.passed) >= stage_index("tiny"):
             v.notes.append("precision: tf32 (the solution's tl.dot runs in TF32 on float32 operands: held to TF32's "
                            "own error on every input set; its speedup is against the reference with TF32 allowed)")
-        if stage_index(self.passed) >= stage_index("full") and not self.flags and not self.job.get("prescreen"):
+        if stage_index(self.passed) >= stage_index("full") and not self.flags and not self.prescreen:
             v.correct = True
             if reason != R.OK:  # failed while timing: still correct, but no speed number
                 reason = R.timing_failed(reason)
