@@ -20,6 +20,7 @@ import dataclasses
 import math
 import random
 
+from . import epilogue
 from .base import (
     Example,
     RefSpec,
@@ -36,11 +37,9 @@ KINDS = {"conv1d": (1, "standard"), "conv2d": (2, "standard"), "conv3d": (3, "st
          "conv_transpose1d": (1, "transposed"), "conv_transpose2d": (2, "transposed"),
          "conv_transpose3d": (3, "transposed"), "conv_depthwise2d": (2, "depthwise"),
          "conv_pointwise2d": (2, "pointwise"), "conv_depthwise_separable2d": (2, "separable")}
-CHANNEL_NAMES = [("batch_size", "in_channels", "out_channels"), ("N", "C_in", "C_out"),
-                 ("batch", "in_ch", "out_ch"), ("batch_size", "in_channels", "out_channels")]
-SPATIAL_NAMES = {1: [("length",), ("L",), ("seq_len",), ("length",)],
-                 2: [("height", "width"), ("H", "W"), ("h", "w"), ("height", "width")],
-                 3: [("depth", "height", "width"), ("D", "H", "W"), ("d", "h", "w"), ("depth", "height", "width")]}
+# the Level-2 convolutions' names (epilogue.py), the first ones the most often
+CHANNEL_NAMES = [*epilogue.CHANNEL_NAMES, epilogue.CHANNEL_NAMES[0]]
+SPATIAL_NAMES = {nd: [*names, names[0]] for nd, names in epilogue.SPATIAL_NAMES.items()}
 SUFFIX = {1: ("l",), 2: ("h", "w"), 3: ("d", "h", "w")}
 X_NAMES = ("x", "x", "inp", "input_tensor", "x")
 MAX_PUBLISHED = 300_000_000  # elements of a published input or output (a prompt's sizes, never run here)
