@@ -41,6 +41,11 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
         # a GEMM or a convolution kept in PyTorch, then a random chain of 1-5 cheap ops (and, in
         # chain_reduce, a reduction at the end) in one Triton kernel: data/templates/epilogue.py
         "epilogue_chain": ("gemm_chain", "matmul_chain", "conv_chain", "convtranspose_chain", "chain_reduce"),
+        # a GEMM or a convolution kept in PyTorch, then a chain, a reduction or normaliser (over the features,
+        # the channels, the spatial dims or groups of channels) and a chain after it, in one Triton kernel:
+        # data/templates/reduce_rows.py, reduce_conv.py, reduce_norm.py
+        "reduce_epilogue": ("gemm_reduce", "gemm_softmax", "conv_channel_reduce", "conv_global_pool",
+                            "conv_group_norm"),
     },
 }
 

@@ -108,6 +108,10 @@ OVERRIDES: dict[str, tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]
     # 3-D input (batch, length, features): the scan may run over the features too
     "exclusive_cumsum": ({"*": {"scan_dim": 2}}, {"*": {"scan_dim": 0}}),
     "matmul_scalar": ({"*": {"alpha": 0.5}}, {"*": {"alpha": 2.0}}),
+    # Level-2 reductions after a heavy op: another stride / kernel, and group counts that divide the channels
+    "conv_global_pool": ({"*": {"stride": 2}}, {"*": {"kernel_size": 5, "padding": 2}}),
+    "conv_group_norm": ({"small": {"num_groups": 4}, "full": {"num_groups": 16}},
+                        {"small": {"num_groups": 5}, "full": {"num_groups": 4}}),
 }
 
 # Families kept in float32 although their reference holds no weights: their reference is not

@@ -10,13 +10,15 @@ from __future__ import annotations
 import random
 
 from ...tasks.families import all_families, category_of, level_of_category
-from . import channel, conv, elementwise, epilogue, epilogue_reduce, loss, matmul, pooling, rowwise
+from . import (channel, conv, elementwise, epilogue, epilogue_reduce, loss, matmul, pooling, reduce_conv, reduce_norm,
+               reduce_rows, rowwise)
 from .base import DEFAULT_STYLE, DTYPES, Example, Style, TemplateInfo, draw_style
 
 
 def _collect() -> dict[str, TemplateInfo]:
     out: dict[str, TemplateInfo] = {}
-    for module in (elementwise, rowwise, matmul, pooling, conv, loss, channel, epilogue, epilogue_reduce):
+    for module in (elementwise, rowwise, matmul, pooling, conv, loss, channel, epilogue, epilogue_reduce, reduce_rows,
+                   reduce_conv, reduce_norm):
         for info in module.templates():
             if info.family in out:
                 raise RuntimeError(f"two templates for family {info.family!r}")
