@@ -14,11 +14,14 @@ params/accelerate/ddp.yaml --num_processes N -m tritonrl_lib.train.rl.entry` (on
 GPUs (CUDA_VISIBLE_DEVICES cut to the first N: one process alone would otherwise spread its verifier
 pool over every GPU it sees). The work per
 step is fixed (strong scaling): `--tasks-per-round` groups of `--n-samples` completions, split across
-the N processes. Every run starts from the same adapter: `--from-run` copies a run's split and SFT
+the N processes; `--scaling weak` gives each process that much instead (N times the work on N GPUs: the
+way to use more GPUs when one step's generation is already one batch). Best-of-N replays the SFT corpus
+(`rl.replay_ratio`): `--from-run`'s, otherwise the suite's reference solutions stand in for it. Every run starts from the same adapter: `--from-run` copies a run's split and SFT
 adapter (for the embedded model: its real SFT, so candidates reach the verifier's later stages);
 otherwise a fresh LoRA on the model and a new split. `--steps` rounds or steps run; the first pays
 the warm-up (CUDA graphs, the pool's workers, references compiled), so the table reports the last
 (`--report first|last|mean` changes that), and the JSON keeps every step.
+KernelBench's train part joins RL's tasks when `-p kernelbench=PATH` names a checkout, as in 03_rl.
 
 Each group also gets the task's reference solution (best-of-N: beside the samples; GRPO: in place of
 the first), unless `--no-references`: a known-correct candidate that gives the verifier real work
@@ -27,10 +30,11 @@ random tokens (its completions run to max_new_tokens and hold no code), so with 
 work is the references alone; generation is the longest it can be.
 
 Columns, from the RL log (train/rl/log.py; with several processes each phase is its slowest rank's):
-generate (the policy writing), verify (the pool busy; overlapped with generation across chunks),
-wait (generation done, waiting for verdicts), train (best-of-N's fine-tune and save; GRPO's loss,
-backward, all-reduce and step), step (the whole). speedup = step seconds on 1 GPU / on N; eff(phase)
-= phase seconds on 1 / (N x on N): 1.0 is perfect scaling of that phase, and the phase whose
+samples (completions per step, all processes), generate (the policy writing), verify (the pool busy;
+overlapped with generation across chunks), wait (generation done, waiting for verdicts), train
+(best-of-N's fine-tune and save; GRPO's loss, backward, all-reduce and step), step (the whole).
+speedup = w x step seconds on 1 GPU / on N; eff(phase) = w x phase seconds on 1 / (N x on N), w =
+samples on N / on 1 (1 for strong scaling): 1.0 is perfect scaling of that phase, and the phase whose
 efficiency falls first is where scaling stops. imbalance = the slowest rank's collect seconds / the
 mean rank's. Writes DIR/rl_multi_gpu.json (every record) and DIR/rl_multi_gpu.md (the table).
 """
@@ -70,11 +74,17 @@ def slug(model: str) -> str:
 def prepare_start(args, cfg, source: RunPaths) -> None:
     """The split and the SFT adapter every run of this model starts from, made once (`source`)."""
     source.ensure()
+    if cfg.data.kernelbench.strip():  # RL draws KernelBench's train part beside the suite, as 03_rl does
+        from tritonrl_lib.data.stage import write_kernelbench_split
+
+        write_kernelbench_split(cfg, source)
     if args.from_run:
         src = RunPaths(Path(args.from_run).resolve())
         if not models.checkpoint_complete(src.sft_checkpoint) or not src.split.is_file():
             raise SystemExit(f"--from-run {src.root}: needs a finished SFT adapter and the split (01_data, 02_sft)")
         shutil.copy2(src.split, source.split)
+        if src.sft_train.is_file():  # best-of-N's replay draws from the run's own SFT corpus
+            shutil.copy2(src.sft_train, source.sft_train)
         if not models.checkpoint_complete(source.sft_checkpoint):
             shutil.copytree(src.sft_checkpoint, source.sft_checkpoint, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("checkpoint-*"))
@@ -87,9 +97,26 @@ def prepare_start(args, cfg, source: RunPaths) -> None:
         models.save_checkpoint(model, tok, source.sft_checkpoint, base_model=cfg.model.model,
                                extra={"stage": "sft", "note": "untrained LoRA (benchmarks/rl_multi_gpu.py)"})
         del model
+    tasks = None
     if not source.split.is_file():
         tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
         make_split(cfg.seed, cfg.data.heldout_fraction, tasks, cfg.data.heldout_in_family).save(source.split)
+    if cfg.rl.replay_ratio > 0 and not source.sft_train.is_file():
+        replay_corpus(cfg, source, tasks)
+
+
+def replay_corpus(cfg, source: RunPaths, tasks=None) -> None:
+    """Without --from-run there is no SFT corpus for best-of-N's replay (rl.replay_ratio): the suite's own
+    reference solutions stand in for it (the same count of replayed pairs per kept pair, so the
+    fine-tune's work is the profile's; what they teach does not matter to a timing)."""
+    from tritonrl_lib.core.jsonio import write_jsonl
+    from tritonrl_lib.data.generate import to_sft_example
+    from tritonrl_lib.tasks import load_tasks
+
+    tasks = tasks if tasks is not None else load_tasks(cfg.data.task_source, size=cfg.data.task_size)
+    rows = [to_sft_example(t, t.reference_solution, variant="reference", verified=False)
+            for t in tasks if t.reference_solution]
+    write_jsonl(source.sft_train, rows)
 
 
 def run_one(args, cfg, n: int, source: RunPaths, log_dir: Path) -> tuple[list[dict], float, int]:
@@ -100,6 +127,10 @@ def run_one(args, cfg, n: int, source: RunPaths, log_dir: Path) -> tuple[list[di
         for f in (paths.rl_log, paths.curriculum_log):
             f.unlink(missing_ok=True)
     shutil.copy2(source.split, paths.split)
+    if source.sft_train.is_file():
+        shutil.copy2(source.sft_train, paths.sft_train)
+    if source.kernelbench_split.is_file():
+        shutil.copy2(source.kernelbench_split, paths.kernelbench_split)
     if not models.checkpoint_complete(paths.sft_checkpoint):
         shutil.copytree(source.sft_checkpoint, paths.sft_checkpoint, dirs_exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rl-multi-gpu-") as tmp:
@@ -155,16 +186,19 @@ def reported(rows: list[dict], how: str) -> dict:
 
 
 def add_scaling(table: list[dict]) -> None:
-    """speedup and per-phase efficiency of each row against the 1-GPU row of its model and method."""
+    """speedup and per-phase efficiency of each row against the 1-GPU row of its model and method, per
+    unit of work: w = the row's samples per step over the 1-GPU row's (1 when the work is fixed, N when
+    it grows with the GPUs), speedup = w x step on 1 / step on N, eff(phase) = w x phase on 1 / (N x on N)."""
     for row in table:
         one = next((r for r in table if r["model"] == row["model"] and r["method"] == row["method"]
                     and r["gpus"] == 1 and r.get("step_s")), None)
         n = row["gpus"]
-        row["speedup"] = round(one["step_s"] / row["step_s"], 2) if one and row.get("step_s") else None
+        w = row.get("samples", 1) / one.get("samples", 1) if one else 1.0
+        row["speedup"] = round(w * one["step_s"] / row["step_s"], 2) if one and row.get("step_s") else None
         for ph in PHASES:
             key = "eff_" + ph[:-2]
             a, b = (one or {}).get(ph), row.get(ph)
-            row[key] = round(a / (n * b), 2) if a and b else None
+            row[key] = round(w * a / (n * b), 2) if a and b else None
 
 
 _HEADS = {"generate_s": "generate s", "verify_s": "verify s", "wait_s": "wait s", "train_s": "train s",
@@ -173,7 +207,7 @@ _HEADS = {"generate_s": "generate s", "verify_s": "verify s", "wait_s": "wait s"
 
 
 def markdown(table: list[dict], title: str) -> str:
-    cols = ["model", "method", "gpus", "generate_s", "verify_s", "wait_s", "train_s", "step_s", "speedup",
+    cols = ["model", "method", "gpus", "samples", "generate_s", "verify_s", "wait_s", "train_s", "step_s", "speedup",
             "eff_generate", "eff_verify", "eff_train", "eff_step", "imbalance", "candidates", "tokens_per_s"]
 
     def cell(v):
@@ -216,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the CPU: smoke profile, tiny model, 1 and 2 processes")
     ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--force", action="store_true", help="start each run again")
+    ap.add_argument("--scaling", default="strong", choices=("strong", "weak"),
+                    help="strong: the same work per step on every GPU count; weak: --tasks-per-round per GPU")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
@@ -240,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"preparing the start of {model} failed (exit code {prep.exitcode})")
         for method in methods:
             for n in counts:
-                name = f"{slug(model)}-{method}-g{n}"
-                cfg = load_config(args.profile, overrides={**common, "model": model, "method": method, "gpus": str(n),
-                                                           "run": name})
+                name = f"{slug(model)}-{method}-g{n}" + ("-weak" if args.scaling == "weak" else "")
+                per_step = {"tasks_per_round": common["tasks_per_round"] * (n if args.scaling == "weak" else 1)}
+                cfg = load_config(args.profile, overrides={**common, **per_step, "model": model, "method": method,
+                                                           "gpus": str(n), "run": name})
                 if method == "grpo" and cfg.rl.tasks_per_round % n:
                     print(f"skip {name}: tasks_per_round={cfg.rl.tasks_per_round} does not split over {n}")
                     continue
@@ -253,13 +290,16 @@ def main(argv: list[str] | None = None) -> int:
                 if code != 0 or not log:
                     print(f"  FAILED (exit code {code}): see {out / 'logs' / (name + '.log')}")
                     continue
-                row = {"model": model, "method": method, "gpus": n, **reported([step_row(r) for r in log], args.report)}
+                row = {"model": model, "method": method, "gpus": n,
+                       "samples": cfg.rl.tasks_per_round * cfg.rl.n_samples,
+                       **reported([step_row(r) for r in log], args.report)}
                 table.append(row)
                 print(f"  step {row['step_s']:.1f}s (generate {row['generate_s']:.1f}, verify {row['verify_s']:.1f}, "
                       f"wait {row['wait_s']:.1f}, train {row['train_s']:.1f}); run {wall:.0f}s", flush=True)
     add_scaling(table)
+    per = " per process" if args.scaling == "weak" else ""
     title = (f"RL on 1..{max(counts)} processes of one host ({machine()}), profile {args.profile}, "
-             f"{common['tasks_per_round']} tasks x {common['n_samples']} samples per step, {args.report} of "
+             f"{common['tasks_per_round']} tasks x {common['n_samples']} samples per step{per}, {args.report} of "
              f"{args.steps} steps" + ("" if args.no_references else ", each group with its reference solution"))
     md = markdown(table, title)
     (out / "rl_multi_gpu.md").write_text(md)
