@@ -7,23 +7,30 @@ parameter, its input 2-D or 3-D) kept in PyTorch, a chain of 0-3 cheap ops (epil
   subtracted, L2 normalisation, layer norm as `nn.LayerNorm` or `F.layer_norm`), then 0-2 ops,
   learned per-feature parameters among them.
 
-The solution keeps the GEMM in PyTorch and runs one Triton program per row of its output: the whole
-row in one tile when it fits (every statistic from registers), or a loop over BLOCK-wide tiles, one
-pass per statistic with the chain recomputed, then the value (a reduction) or a last pass writing the
-normalised row (reduce_common.py).
+The solution keeps the GEMM in PyTorch and runs one Triton program per row of its output, which walks
+the row in BLOCK-wide tiles (BLOCK at most 2048: KernelBench's rows run to 8192 features): one pass per
+statistic with the chain recomputed, or one pass for all of them (an online maximum and sum of
+exponentials, Welford's mean and variance), then the value (a reduction) or a last pass writing the
+normalised row; or, in the "fits" form, the whole row in one tile on registers when the launcher finds
+it short (at most 1024-4096 features), else the passes (reduce_common.py).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
 from .epilogue import X_NAMES, Build, Heavy, draw_chain, draw_heavy, kernel_inputs, reference_spec, start_build
-from .reduce_common import (LOCALS, NORMALIZE, REDUCE, REDUCE_WORDS, Mark, Walk, draw_post, doc_of, finish,
-                            grid_line, jit, load_params, mark, normalize_forms, over_tiles, pre_loads, reduce_forms,
-                            stat_lines, store_cast)
+from .reduce_common import (FLAGS, LOCALS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_DIM_CAP, Mark, Walk, doc_of,
+                            draw_post, finish, fits_branch, fits_launch, grid_line, jit, load_params, loop_form, mark,
+                            normalize_forms, over_tiles, pre_loads, published_sizes, reduce_forms, stat_lines,
+                            store_cast)
 
 HEAVY_KINDS = ("linear", "linear", "matmul")
+ROW_CAPS = (32, 64, 256, 512, 1024, 1024, 2048)  # a tile of the "passes" and "online" forms
+FITS = ((1024, (256, 512, 1024)), (2048, (512, 1024)), (4096, (1024, 2048)))  # "fits": (one tile up to, else tiles of)
+assert max(ROW_CAPS) <= TILE_DIM_CAP and all(max(caps) <= limit <= TILE_DIM_CAP for limit, caps in FITS)
 ROW_REDUCTIONS = ("sum", "sum", "mean", "mean", "max", "max", "min", "logsumexp", "logsumexp", "norm")
 ROW_NORMALIZERS = ("softmax", "softmax", "log_softmax", "center", "max_sub", "l2norm", "layer_norm", "layer_norm")
 
@@ -52,13 +59,39 @@ def _row_walk(heavy: Heavy, b: Build, style: Style, pre: Mark, single: bool) -> 
     return Walk(loop, tile, "mask", f"({blk},)", 0, "", "n_cols")
 
 
-def _launch(style: Style, kname: str, single: bool, cap: int, out: str, call: list[str]) -> list[str]:
+def _launch(rng: random.Random, style: Style, kname: str, form: str, flag: str, out: str,
+            call: list[str]) -> list[str]:
     blk = style.block
-    return ["y = y.contiguous()", "n_cols = y.shape[-1]", "rows = y.numel() // n_cols",
-            f"out = {out}",
-            f"{blk} = triton.next_power_of_2(n_cols)" if single else
-            f"{blk} = min(triton.next_power_of_2(n_cols), {cap})",
-            grid_line(style, "rows,"), f"{kname}[grid]({', '.join(call)}, {blk}={blk})", "return out"]
+    if form == "fits":
+        limit, caps = rng.choice(FITS)
+        sizing = fits_launch(rng, flag, blk, "n_cols", limit, rng.choice(caps))
+        consts = f"{blk}={blk}, {flag}={flag}"
+    else:
+        sizing = [f"{blk} = min(triton.next_power_of_2(n_cols), {rng.choice(ROW_CAPS)})"]
+        consts = f"{blk}={blk}"
+    return ["y = y.contiguous()", "n_cols = y.shape[-1]", "rows = y.numel() // n_cols", f"out = {out}", *sizing,
+            grid_line(style, "rows,"), f"{kname}[grid]({', '.join(call)}, {consts})", "return out"]
+
+
+def _row_kernel(heavy: Heavy, b: Build, style: Style, pre: Mark, form: str, flag: str, stats: tuple[str, ...],
+                then: Callable[[Walk], list[str]]) -> list[str]:
+    """The kernel's lines after the row's base: the statistics and `then(walk)` (the lines using them), in
+    the example's form (a constexpr branch between one tile and the passes for "fits")."""
+    loop = _row_walk(heavy, b, style, pre, single=False)
+    tiles = stat_lines(loop, stats, online=form == "online") + then(loop)
+    if form != "fits":
+        return tiles
+    one = _row_walk(heavy, b, style, pre, single=True)
+    return fits_branch(flag, one.tile + stat_lines(one, stats) + then(one), tiles)
+
+
+def _what(form: str, flag: str, stats: tuple[str, ...]) -> str:
+    if form == "fits":
+        return f"the whole row in one tile where {flag} (short rows), else a pass over the row's tiles per statistic"
+    if form == "online" and len(stats) > 1:
+        how = "running maximum and rescaled sum" if stats == ("max", "sumexp") else "Welford's mean and M2"
+        return f"one pass over the row's tiles ({how} per lane)"
+    return "a pass over the row's tiles per statistic, the chain recomputed"
 
 
 def render_gemm_reduce(rng: random.Random, dtype: str, style: Style) -> Example:
@@ -82,19 +115,20 @@ def render_gemm_reduce(rng: random.Random, dtype: str, style: Style) -> Example:
     kname = style.kernel(f"{heavy.kind}_{what}")
     ptrs, params, exprs = kernel_inputs(heavy, b, style)
     y_p, out_p = style.ptr("y"), style.ptr("out")
-    single = style.variant % 3 == 0
-    w = _row_walk(heavy, b, style, pre, single)
+    form, flag = loop_form(style), style.pick_name(FLAGS, salt=5)
     stats, value = REDUCE[what]
-    lines = ["row = tl.program_id(axis=0)", "base = row.to(tl.int64) * n_cols"] + (w.tile if single else [])
-    lines += stat_lines(w, stats) + [f"y = {value}"] + b.body[post.body:]
+    lines = ["row = tl.program_id(axis=0)", "base = row.to(tl.int64) * n_cols"]
+    lines += _row_kernel(heavy, b, style, pre, form, flag, stats, lambda w: [])
+    lines += [f"y = {value}"] + b.body[post.body:]
     lines.append(f"tl.store({out_p} + row, {store_cast(style, 'y', out_p)})")
-    what_c = ("one program per row; " + ("the whole row in one tile" if single else
-              "a pass over the row's tiles per statistic, the chain recomputed") + f"; then the {what}")
-    kernel = jit(kname, [y_p, out_p, *ptrs, "n_cols", *b.scalars], [style.block], style, what_c, lines)
+    what_c = f"one program per row; {_what(form, flag, stats)}; then the {what}"
+    consts = [style.block] + ([flag] if form == "fits" else [])
+    kernel = jit(kname, [y_p, out_p, *ptrs, "n_cols", *b.scalars], consts, style, what_c, lines)
     out = ("torch.empty((*y.shape[:-1], 1), device=y.device, dtype=y.dtype)" if keepdim else
            "torch.empty(y.shape[:-1], device=y.device, dtype=y.dtype)")
-    launch = _launch(style, kname, single, rng.choice((16, 32, 64, 128)), out,
-                     ["y", "out", *params, "n_cols", *b.scalars])
+    launch = _launch(rng, style, kname, form, flag, out, ["y", "out", *params, "n_cols", *b.scalars])
+    if style.sizes == "published":
+        ref.published = published_sizes(rng, heavy)
     chain = " -> ".join(ops)
     return finish(family, heavy, b, style, ref, kname, kernel, launch, params, exprs,
                   "the chain, the reduction and what follows it are", f"fused GEMM epilogue with a reduction: "
@@ -145,26 +179,26 @@ def render_gemm_softmax(rng: random.Random, dtype: str, style: Style) -> Example
     affine = "norm_weight" in extra
     ptrs += [style.ptr("norm_weight"), style.ptr("norm_bias")] if affine else []
     y_p, out_p = style.ptr("y"), style.ptr("out")
-    single = style.variant % 3 == 0
-    w = _row_walk(heavy, b, style, pre, single)
+    form, flag = loop_form(style), style.pick_name(FLAGS, salt=5)
     stats, value = NORMALIZE[what]
-    lines = ["row = tl.program_id(axis=0)", "base = row.to(tl.int64) * n_cols"] + (w.tile if single else [])
-    lines += stat_lines(w, stats)
     body = [f"y = {value.format(bc='')}"]
     if affine:
         body += load_params(style, ["norm_weight", "norm_bias"], "feat", "mask")
         body.append("y = y * norm_weight + norm_bias")
     body += load_params(style, b.loads[post.loads:], "feat", "mask") + b.body[post.body:]
     body.append(f"tl.store({out_p} + base + feat, {store_cast(style, 'y', out_p)}, mask=mask)")
-    lines += over_tiles(w, body)
+    lines = ["row = tl.program_id(axis=0)", "base = row.to(tl.int64) * n_cols"]
+    lines += _row_kernel(heavy, b, style, pre, form, flag, stats, lambda w: over_tiles(w, body))
     scal = ["eps"] if extra else []
-    what_c = ("one program per row; " + ("the whole row in one tile" if single else
-              "a pass over the row's tiles per statistic, then one writing it, the chain recomputed each time")
-              + f"; {what} in float32")
-    kernel = jit(kname, [y_p, out_p, *ptrs, "n_cols", *scal, *b.scalars], [style.block], style, what_c, lines)
+    what_c = (f"one program per row; {_what(form, flag, stats)}, then one writing it, the chain recomputed each "
+              f"time; {what} in float32")
+    consts = [style.block] + ([flag] if form == "fits" else [])
+    kernel = jit(kname, [y_p, out_p, *ptrs, "n_cols", *scal, *b.scalars], consts, style, what_c, lines)
     params, exprs = params + extra, exprs + extra_e
-    launch = _launch(style, kname, single, rng.choice((16, 32, 64, 128)), "torch.empty_like(y)",
+    launch = _launch(rng, style, kname, form, flag, "torch.empty_like(y)",
                      ["y", "out", *params[:len(params) - len(scal)], "n_cols", *scal, *b.scalars])
+    if style.sizes == "published":
+        ref.published = published_sizes(rng, heavy)
     chain = " -> ".join(ops)
     return finish(family, heavy, b, style, ref, kname, kernel, launch, params, exprs,
                   f"the chain, the {what.replace('_', ' ')} and what follows it are",
