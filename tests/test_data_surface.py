@@ -86,21 +86,23 @@ def _first_input_dims(source: str) -> list[int]:
 
 def test_row_kernels_scale_rows_not_row_length(examples):
     """A kernel that loads a whole row (or plane) in one block keeps it short at published scale (<= 4096
-    elements) and scales the number of rows instead."""
+    elements) and scales the number of rows instead. (The row families' looping kernels, BLOCK =
+    min(next_power_of_2(n), CAP), walk rows of any length: tests/test_data_rowwise_long.py.)"""
     row_families = {i.family for i in rowwise.templates()} - {"swiglu"}
     checked = 0
     for ex in examples:
         if not ex.published_reference:
             continue
         dims = _first_input_dims(ex.published_reference)
-        if ex.family in row_families and "BLOCK_R" not in ex.solution:  # one program per row
+        one_tile = "= triton.next_power_of_2(" in ex.solution  # not min(triton.next_power_of_2(...), CAP)
+        if ex.family in row_families and "BLOCK_R" not in ex.solution and one_tile:  # the row in one block
             row = dims[-2] * dims[-1] if ex.family == "instance_norm" else dims[-1]
             assert row <= 4096, (ex.family, dims)
             assert dims[0] * (dims[1] if len(dims) > 2 else 1) >= 256, (ex.family, dims)  # many rows instead
             checked += 1
         if ex.family in ("max_pool2d", "avg_pool2d", "cross_entropy", "kl_div", "cosine_similarity"):
             assert (dims[-2] * dims[-1] if "pool" in ex.family else dims[-1]) <= 4096, (ex.family, dims)
-    assert checked >= 100
+    assert checked >= 20  # the one-tile form is a minority now
 
 
 def test_index_zero_is_the_house_style_and_about_fifteen_percent_are():

@@ -1,19 +1,22 @@
 """Row-wise templates: one program per row (Triton tutorial 02's fused-softmax shape).
 
-The operated dimension is moved last and made contiguous, the row is loaded whole (BLOCK is the
-next power of two of its length, which the small shapes keep modest), computed in fp32 and stored
-as a row or as one value per row. Families: softmax and log-softmax, reductions over a dimension,
-cumulative ops, layer / RMS / L2 / instance normalisation, and the Level-2 chains built on them.
-Since a row is loaded whole, published-scale prompts keep rows at most 4096 long and scale the rows'
-count instead. Reductions over any dim and SwiGLU are in rowwise_reduce.py.
+The operated dimension is moved last and made contiguous; each program walks its row in tiles of at
+most a CAP the example draws (rowwise_loop.py: statistics in fp32 over the tiles, a carry for scans,
+64-bit row offsets past 2**31 elements), or, for a minority whose shown row holds at most 4096 elements,
+loads the row whole (BLOCK is the next power of two of its length). Stored as a row or as one value per
+row. Families: softmax and log-softmax, reductions over a dimension, cumulative ops, layer / RMS / L2 /
+instance normalisation, and the Level-2 chains built on them. Published-scale prompts show KernelBench-
+like rows (up to 393,216 elements). Reductions over any dim and SwiGLU are in rowwise_reduce.py.
 """
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Callable
 
+from . import rowwise_loop as loop
 from . import scale
 from .base import (DEFAULT_STYLE, Example, RefSpec, SolSpec, Style, TemplateInfo, avoid_clashes, comment, make_example,
                    randn)
@@ -270,12 +273,34 @@ _PROBE = Ctx(x="x", out="out", n_cols="n", mask="mask", cols="cols", sizes=("b",
              style=DEFAULT_STYLE)  # to ask a family whether it has learned weights
 
 
+def loop_note(fam: RowFamily, block: str) -> str:
+    """The looping kernel's comment: how it walks the row."""
+    stats = loop.ROW_LOOPS.get(fam.family, ("scan",))[0]
+    how = {"max_sumexp": "the row's max and sum of exp(x - max) first, then",
+           "max": "the row's max first, then", "mean_var": "the mean and variance first (fp32), then",
+           "sumsq": "the sum of squares first, then", "sum": "a running sum, then",
+           "scan": "each tile's scan plus the carry of the tiles before"}[stats]
+    tail = {"row": " the normalised row", "reduce": " one value", "reduce_keepdim": " one value"}[fam.output]
+    if stats == "scan":
+        tail = ", back to front" if fam.family == "reverse_cumsum" else ""
+    return f"one program per row, walked in {block}-wide tiles (any row length): {how}{tail}"
+
+
 def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> Example:
     rank = rng.choice(fam.rank)
     sizes = style.pick_name({2: SIZES_2D, 3: SIZES_3D, 4: SIZES_4D}[rank])
     x = style.pick_name(X_NAMES, salt=1)
     style = avoid_clashes(style, [*sizes, x, "residual"])
-    if rank == 2:
+    # the form: a loop over tiles (rowwise_loop.py), or one tile for a minority whose shown row is short
+    pub = loop.published_rows(rng, rank) if style.sizes == "published" else None
+    one_tile_max = loop.ONE_TILE_MAX if fam.max_cols >= 256 else 1024 if fam.max_cols >= 128 else 0
+    looping = rng.random() >= loop.ONE_TILE_SHARE or (pub is not None and loop.row_len(pub, rank) > one_tile_max)
+    cap = rng.choice(loop.NEAR_ONE_CAPS if fam.input_kind == "near_one" else loop.CAPS[:5] if rank == 4
+                     else loop.CAPS[:6] if rank == 3 else loop.CAPS)  # verified inputs within VERIFIED_MAX
+    if looping:  # verified rows span 2-4 tiles of the kernel's own cap
+        n = loop.verified_row(rng, cap)
+        dims = [2, rng.choice((2, 3)), *loop.verified_plane(rng, n)] if rank == 4 else loop.verified_dims(rng, rank, n)
+    elif rank == 2:
         dims = [rng.choice((2, 4, 8, 16)), rng.choice(tuple(d for d in (17, 32, 64, 100, 128, 256) if d <= fam.max_cols))]
     elif rank == 3:
         dims = [rng.choice((2, 4)), rng.choice((3, 8, 16)), rng.choice(tuple(d for d in (16, 33, 64) if d <= fam.max_cols))]
@@ -329,11 +354,9 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
                   imports=["import torch.nn.functional as F"] if any("F." in ln for ln in fwd) else [],
                   arg_docs={sizes[-1]: "Length of the normalised last dimension."} if fam.init_params and not fam.cols_4d
                   else {sizes[1]: "Number of channels."} if fam.init_params else {})
-    if style.sizes == "published":  # the row is loaded whole: rows stay <= 4096 long, their count grows
-        row_len = scale.ROW_LEN if fam.max_cols >= 256 else (128, 256, 512, 1024) if fam.max_cols >= 128 else (dims[-1],)
-        choices = {2: (scale.ROWS, row_len), 3: (scale.BATCH, scale.SEQ, row_len),
-                   4: (scale.BATCH, scale.CHANNELS, scale.SMALL_PLANE, scale.SMALL_PLANE)}[rank]
-        ref.published = dict(zip(sizes, scale.draw(rng, choices, cap=scale.INT32_SAFE - 1)))
+    if pub is not None:  # KernelBench-like sizes, long rows for the looping form; 64-bit offsets past 2**31
+        ref.published = dict(zip(sizes, pub))
+        style = scale.with_offsets(style, math.prod(pub))
 
     # ---- kernel
     kname = style.kernel(fam.family)
@@ -346,25 +369,36 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
     args += [k for k, _ in kscal]
     reverse = fam.family == "reverse_cumsum"
     idx = f"({c.n_cols} - 1 - {c.cols})" if reverse else c.cols
-    body = ["row = tl.program_id(0).to(tl.int64)" if style.int64 else "row = tl.program_id(0)",
-            f"{c.cols} = tl.arange(0, {block})",
-            f"{c.mask} = {c.cols} < {c.n_cols}",
-            f"row_start = row * {c.n_cols}"]
-    body.append(f"{x} = tl.load({xp} + row_start + {idx}, mask={c.mask}, other={fam.other}).to(tl.float32)")
-    if fam.residual:
-        body.append(f"r = tl.load({rp} + row_start + {c.cols}, mask={c.mask}, other=0.0).to(tl.float32)")
-    for w, _ in weights:
-        body.append(f"{w} = tl.load({style.ptr(w)} + {c.cols}, mask={c.mask}, other=0.0).to(tl.float32)")
-    body += style.pick(fam.compute, salt=6)(c)
-    if fam.output == "row":
-        body.append(f"tl.store({op} + row_start + {idx}, {c.out}, mask={c.mask})")
+    if looping:  # 64-bit row offsets: the row's index widened, or its start
+        wide_row = style.int64 and style.phrasing % 2 == 0
+        wide_start = style.int64 and not wide_row
+        body = ["row = tl.program_id(0).to(tl.int64)" if wide_row else "row = tl.program_id(0)",
+                f"row_start = row{'.to(tl.int64)' if wide_start else ''} * {c.n_cols}"]
+        lp = loop.Loop(x=x, out=c.out, n=c.n_cols, mask=c.mask, cols=c.cols, block=block, xp=xp, op=op,
+                       rp=rp if fam.residual else "", weights=tuple(w for w, _ in weights),
+                       ptr=tuple(style.ptr(w) for w, _ in weights), reverse=reverse, phrasing=style.phrasing)
+        body += loop.row_loop_body(fam.family, fam.output, lp, style.variant)
     else:
+        body = ["row = tl.program_id(0).to(tl.int64)" if style.int64 else "row = tl.program_id(0)",
+                f"{c.cols} = tl.arange(0, {block})",
+                f"{c.mask} = {c.cols} < {c.n_cols}",
+                f"row_start = row * {c.n_cols}"]
+        body.append(f"{x} = tl.load({xp} + row_start + {idx}, mask={c.mask}, other={fam.other}).to(tl.float32)")
+        if fam.residual:
+            body.append(f"r = tl.load({rp} + row_start + {c.cols}, mask={c.mask}, other=0.0).to(tl.float32)")
+        for w, _ in weights:
+            body.append(f"{w} = tl.load({style.ptr(w)} + {c.cols}, mask={c.mask}, other=0.0).to(tl.float32)")
+        body += style.pick(fam.compute, salt=6)(c)
+        if fam.output == "row":
+            body.append(f"tl.store({op} + row_start + {idx}, {c.out}, mask={c.mask})")
+    if fam.output != "row":
         body.append(f"tl.store({op} + row, {c.out})")
-    note = {"row": "one program per row; the whole row fits in one block",
-            "reduce": "one program per row reduces it to a single value",
-            "reduce_keepdim": "one program per row reduces it to a single value"}[fam.output]
-    if reverse:
-        note = "one program per row, read and written back to front so the scan runs from the end"
+    whole = f"one program per row reduces it, loaded whole, to one value (rows of at most {loop.ONE_TILE_MAX})"
+    note = loop_note(fam, block) if looping else {
+        "row": f"one program per row; the whole row fits in one block (rows of at most {loop.ONE_TILE_MAX} elements)",
+        "reduce": whole, "reduce_keepdim": whole}[fam.output]
+    if reverse and not looping:
+        note = "one program per row, read and written back to front so the scan runs from the end (one block a row)"
     kernel = ("@triton.jit\n" f"def {kname}({', '.join(args)}, {block}: tl.constexpr):\n"
               + comment(style, note) + "\n".join(f"    {ln}" for ln in body) + "\n")
 
@@ -389,7 +423,8 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
     else:
         shp = f"{x}.shape[:-1]" if fam.output == "reduce" else f"{x}.shape[:-1] + (1,)"
         launch.append(f"{res} = torch.empty({shp}, dtype={dtype_expr}, device={x}.device)")
-    launch.append(f"{block} = triton.next_power_of_2({c.n_cols})")
+    launch.append(f"{block} = min(triton.next_power_of_2({c.n_cols}), {cap})" if looping
+                  else f"{block} = triton.next_power_of_2({c.n_cols})")
     kargs = [x] + ([c.residual] if fam.residual else []) + [w for w, _ in weights] + [res, c.n_cols] + [k for k, _ in kscal]
     launch.append(f"{kname}[(n_rows,)]({', '.join(kargs)}, {block}={block})")
     if move and fam.output == "row":
@@ -406,7 +441,8 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
         params.insert(1, "dim")
         call_args.insert(1, dim_expr)
     if style.launcher == "function" or move:
-        doc = '    """One program per row of the last dimension."""\n' if style.sol_docstrings else ""
+        doc = ('    """One program per row of the last dimension' + (', walked in tiles."""\n' if looping else '."""\n')
+               if style.sol_docstrings else "")
         helper = f"def {fn}({', '.join(params)}):\n" + doc + "\n".join(f"    {ln}" for ln in launch) + "\n"
         helpers = [helper]
         forward = [f"return {fn}({', '.join(call_args)})"]
@@ -414,7 +450,8 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
         helpers = []
         bind = [f"{k} = {e}" for (k, e) in [*weights, *kscal]]
         forward = bind + launch
-    sol = SolSpec(kernels=[*fam.helpers, kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    jit_helpers = [MUL_COMBINE] if looping and fam.family == "cumprod" else fam.helpers
+    sol = SolSpec(kernels=[*jit_helpers, kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
     shape_desc = dict(zip(sizes, dims))
     if fam.dim_param:
         shape_desc[dim_name] = dim_value
