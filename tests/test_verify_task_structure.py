@@ -1,7 +1,8 @@
 """What a task promises about its inputs, and its weights' layout, honoured by the verifier: the value
 sets keep a triangular input's zeros and a symmetric input's symmetry (KernelBench L1/13-15), so a kernel
 that relies on them passes, while a wrong one still fails; a weight the solution laid out anew from the
-same values (transposed, under the reference's name) is not overwritten by the reference's copy."""
+same values (transposed, under the reference's name) is not overwritten by the reference's copy. The seed
+set's rows sorted ascending (each row's largest values last) catch a row's tiles combined wrongly."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import torch
 from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.verify.candidate.loading_watch import relaid_out
 from tritonrl_lib.verify.pool import VerifierPool
-from tritonrl_lib.verify.candidate.variations import keep_structure, offset, ranged, row_scaled
+from tritonrl_lib.verify.candidate.variations import (RANGE_CHUNK, keep_structure, offset, ranged, row_scaled,
+                                                      sorted_last_dim, value_transforms)
 
 from verifier_fixtures import candidate, task
 
@@ -72,3 +74,42 @@ def test_the_seed_sets_transform_negates_and_scales_rows_by_powers_of_two():
     assert torch.equal(k, k.round()) and bool(((k >= -4) & (k <= 2)).all())
     assert torch.equal(row_scaled([x], 7, rows=False)[0], -x)  # the fallback when rescaled rows are not finite
     assert torch.equal(row_scaled([x], 7, negate=False, rows=False)[0], x)
+
+
+def test_the_seed_set_sorts_each_row_ascending_along_the_last_dimension():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 4, 50, generator=g)
+    before = x.clone()
+    (y,) = sorted_last_dim([x])
+    assert y is x  # in place: the seed set's inputs are its own copies
+    assert bool((y[..., 1:] >= y[..., :-1]).all())
+    assert torch.equal(y, before.sort(dim=-1).values)  # the same values in each row, in order
+    ints, column = torch.arange(10).flip(0), torch.randn(5, 1, generator=g)
+    strided = torch.randn(8, 6, generator=g).t()
+    kept = [ints.clone(), column.clone(), strided.clone()]
+    assert [torch.equal(a, b) for a, b in zip(sorted_last_dim(kept), [ints, column, strided])] == [True] * 3
+    # rows past RANGE_CHUNK are left as drawn (a sort's indices would double a huge input's memory)
+    assert RANGE_CHUNK >= 1 << 20
+
+
+def test_the_seed_sets_first_form_negates_scales_rows_and_sorts():
+    x = torch.rand(4, 64) + 0.5
+    transform, said = value_transforms("seed", 11)[0]
+    (y,) = transform([x.clone()])
+    assert said.startswith("inputs negated, rows times 2**k") and "sorted ascending" in said
+    assert bool((y < 0).all()) and bool((y[:, 1:] >= y[:, :-1]).all())
+    ratio = y.abs().sort(dim=1).values / x.sort(dim=1).values  # each row's values, times its own power of two
+    assert torch.equal(ratio, ratio[:, :1].expand(4, 64))
+    unsorted = [form for form, note in value_transforms("seed", 11)
+                if form is not None and "sorted ascending" not in note]
+    assert unsorted, "forms without the sort remain for references that are not finite on sorted rows"
+
+
+def test_an_online_logsumexp_without_its_rescale_fails_on_sorted_rows(pool):
+    """On values in [0, 1) in random order the dropped rescale is off by less than the tolerance (every
+    tile's maximum is near the row's, and the log shrinks the rest): only rows whose later tiles hold the
+    larger values show it. The honest kernel passes the same sets."""
+    honest = pool.verify(task("logsumexp_rand"), candidate("logsumexp_online_ok"))
+    assert honest.correct, (honest.reason, honest.error[:300])
+    wrong = pool.verify(task("logsumexp_rand"), candidate("logsumexp_online_no_rescale"))
+    assert not wrong.correct and wrong.reason == "mismatch:seed", (wrong.reason, wrong.error[:300])

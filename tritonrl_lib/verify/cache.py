@@ -21,7 +21,7 @@ from typing import Any
 from . import reasons
 from .verdict import Verdict
 
-VERIFIER_VERSION = "14"  # 14: the prescreen (a large task's tiny set first: only the candidate's own repeatable failures end there); 13: TF32 read from the launched kernels only (a dead tl.dot no longer widens the tolerance); 12: issue 31 (budgets count every set's draw, fresh timed inputs, output dtype, tiny sizes >= 16 keeping divisibility, kernel.run, heavy-op dtypes, TF32 policy, global switches, stream order, CUDA graphs); 11: red-teamed (census escapes, heavy-call limit, loading watch, seed set rows, structure kept, libdevice on the CPU); 9: timed outputs judged as their set was and copied as returned; cached answers wrong ones
+VERIFIER_VERSION = "15"  # 15: the seed set's rows sorted ascending along the last dimension (a row's tiles combined wrongly); 14: the prescreen (a large task's tiny set first: only the candidate's own repeatable failures end there); 13: TF32 read from the launched kernels only (a dead tl.dot no longer widens the tolerance); 12: issue 31 (budgets count every set's draw, fresh timed inputs, output dtype, tiny sizes >= 16 keeping divisibility, kernel.run, heavy-op dtypes, TF32 policy, global switches, stream order, CUDA graphs); 11: red-teamed (census escapes, heavy-call limit, loading watch, seed set rows, structure kept, libdevice on the CPU); 9: timed outputs judged as their set was and copied as returned; cached answers wrong ones
 
 # settings that can change a verdict (timeout and memory limit only decide verdicts never stored)
 KEY_SETTINGS = ("atol", "rtol", "half_atol", "half_rtol", "num_variations", "timing_enabled", "timing_warmup",

@@ -369,10 +369,10 @@ class ReferencePhase:
 
     def seed_set(self, plan: Plan, base: Any, originally_finite: bool) -> None:
         """Other values from another secret seed, negated, each row (along the first dimension) at a scale
-        of its own (`row_scaled`); where the reference is not finite there, negated alone, then rescaled
-        alone, then the values as drawn (variations.value_transforms): whichever is kept does not depend on
-        the secret seed's draws more than it must (a kernel right only on one sign fails whenever negation
-        is kept)."""
+        of its own (`row_scaled`), sorted ascending along the last dimension (`sorted_last_dim`); where the
+        reference is not finite there, the forms with less of that (variations.SEED_STEPS), then the values
+        as drawn: whichever is kept does not depend on the secret seed's draws more than it must (a kernel
+        right only on one sign fails whenever negation is kept)."""
         other = self.seeds["other"]
         for transform, said in value_transforms("seed", other):
             if self.run_set(plan, InputSet("seed", "full", "base", self.drawer(base, other, transform), None, []),

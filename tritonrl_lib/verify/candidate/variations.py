@@ -319,6 +319,29 @@ def row_scaled(values: list[Any], seed: int, negate: bool = True, low: int = ROW
     return map_tensors(values, one)
 
 
+def sorted_last_dim(values: list[Any]) -> list[Any]:
+    """Every float input's values sorted ascending along its last dimension, in place (the inputs are the
+    seed set's own fresh copies): the same values in another order, each row's largest last. A kernel
+    that combines a row's tiles wrongly (an online softmax or logsumexp that drops the rescale, a carry
+    lost between tiles) is off by little on values in random order, where the first tile's maximum is
+    near the row's, and by far when every tile's is above the last. Rows of at most RANGE_CHUNK
+    elements, sorted RANGE_CHUNK elements at a time (the sort's values and indices are the temporaries);
+    longer rows, and inputs of fewer than two elements along it, stay as they are."""
+    import torch
+
+    def one(t: Any) -> Any:
+        if not t.is_floating_point() or t.dim() == 0 or not 2 <= t.shape[-1] <= RANGE_CHUNK or not t.is_contiguous():
+            return t
+        rows = t.view(-1, t.shape[-1])
+        step = max(1, RANGE_CHUNK // t.shape[-1])
+        for start in range(0, rows.shape[0], step):
+            part = rows[start:start + step]
+            part.copy_(torch.sort(part, dim=-1).values)
+        return t
+
+    return map_tensors(values, one)
+
+
 def keep_structure(drawn: list[Any], changed: list[Any]) -> list[Any]:
     """A value set's inputs (`changed`, made from `drawn`) with the exact structure the task's own inputs
     promise put back: where a float input is at least a quarter exact zeros (a triangular matrix, a
@@ -353,12 +376,19 @@ def structured(transform: Callable[[list[Any]], list[Any]]) -> Callable[[list[An
 RANGES = (({"log2": 0.0, "scale_log2": WIDE_SCALE_LOG2}, f"signs, magnitudes x 2**{WIDE_SCALE_LOG2:g}"),
           ({}, f"signs and magnitudes 2**+-{RANGE_LOG2:g}"),
           ({"signs": False}, f"magnitudes 2**+-{RANGE_LOG2:g} only (the reference is not finite on negative inputs)"))
-# the seed set's forms: (negate, rows scaled, what the verdict's note says); None: the values as drawn
-SEED_STEPS = ((True, True, f"inputs negated, rows times 2**k, k in [{ROW_LOG2[0]}, {ROW_LOG2[1]}]"),
-              (True, False, "inputs negated (the reference is not finite on rows of other scales)"),
-              (False, True, f"rows times 2**k, k in [{ROW_LOG2[0]}, {ROW_LOG2[1]}] (the reference is not finite on "
-                            "negative inputs)"),
-              (None, None, "values as drawn (the reference is not finite on negated or rescaled inputs)"))
+# the seed set's forms, in order: (negate, rows scaled, sorted along the last dimension, what the verdict's note
+# says); None: the values as drawn. The sorted forms first; the same unsorted where the reference is not
+# finite on sorted values (a cumulative product that overflows in that order)
+_ROWS = f"rows times 2**k, k in [{ROW_LOG2[0]}, {ROW_LOG2[1]}]"
+_SORTED = "each row sorted ascending along the last dimension"
+SEED_STEPS = ((True, True, True, f"inputs negated, {_ROWS}, {_SORTED}"),
+              (True, False, True, f"inputs negated, {_SORTED} (the reference is not finite on rows of other scales)"),
+              (False, True, True, f"{_ROWS}, {_SORTED} (the reference is not finite on negative inputs)"),
+              (True, True, False, f"inputs negated, {_ROWS} (the reference is not finite on sorted rows)"),
+              (True, False, False, "inputs negated (the reference is not finite on sorted rows or rows of other "
+                                   "scales)"),
+              (False, True, False, f"{_ROWS} (the reference is not finite on sorted rows or negative inputs)"),
+              (None, None, None, "values as drawn (the reference is not finite on negated or rescaled inputs)"))
 
 
 def value_transforms(name: str, seed: int) -> list[tuple[Callable[[list[Any]], list[Any]] | None, str]]:
@@ -368,9 +398,14 @@ def value_transforms(name: str, seed: int) -> list[tuple[Callable[[list[Any]], l
     if name == "range":
         return [(structured(lambda xs, kw=kw: ranged(xs, seed, **kw)), said) for kw, said in RANGES]
     if name == "seed":
-        return [(None if negate is None else structured(lambda xs, ng=negate, rs=rows: row_scaled(xs, seed, negate=ng,
-                                                                                                    rows=rs)), said)
-                for negate, rows, said in SEED_STEPS]
+        def seed_form(negate: bool, rows: bool, sort: bool) -> Callable[[list[Any]], list[Any]]:
+            def transform(xs: list[Any]) -> list[Any]:
+                scaled_rows = row_scaled(xs, seed, negate=negate, rows=rows)
+                return sorted_last_dim(scaled_rows) if sort else scaled_rows
+            return structured(transform)
+
+        return [(None if negate is None else seed_form(negate, rows, sort), said)
+                for negate, rows, sort, said in SEED_STEPS]
     if name == "offset":
         return [(structured(offset), "")]
     return [(None, "")]

@@ -39,7 +39,8 @@ from .fdwait import wait_fds
 
 PROBE_TIMEOUT_S = 60.0
 # the range set's temporaries per element of its largest chunk (variations.ranged: a float32 factor, a sign
-# mask, the masked sign flip's indices and values, a float32 copy of a half chunk), with room to spare
+# mask, the masked sign flip's indices and values, a float32 copy of a half chunk), with room to spare; the
+# seed set's sort of a chunk (variations.sorted_last_dim: its values and int64 indices) fits within it
 RANGE_BYTES_PER_ELEMENT = 28
 # keep_structure on an input small enough to look at: a zero mask, the zeros put back (a copy), a symmetric
 # matrix made symmetric again (two copies), in units of that input's bytes
@@ -111,7 +112,7 @@ class Footprint:
         if base in COPYING_SETS:
             # the drawn inputs and their transformed copy, then the structure kept on the small ones
             temps = STRUCTURE_FACTOR * structured
-            if base == "range":
+            if base in ("range", "seed"):  # the range set's factors, the seed set's sort (values and indices)
                 elements = self.largest_float_elements if self.largest_float_elements >= 0 else floats
                 temps = max(temps, RANGE_BYTES_PER_ELEMENT * min(elements, RANGE_CHUNK))
             return int(max(drawn, 2 * inputs + temps))
