@@ -36,7 +36,6 @@ from ..tasks.task import Task
 from .cache import VerdictCache
 from .candidate.runtime_checks import without_malloc_tcache
 from .extract import extract_code
-from .gpu_admission import Admission
 from .policy import resolve_policy
 from .sandbox import messages as M
 from .sandbox.gpu_lock import lock_path
@@ -105,6 +104,8 @@ class _Worker:
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
     ref_keys: set = dataclasses.field(default_factory=set)  # what its reference cache holds (reference_cache.py)
     longest_s: float | None = None  # the longest its job may take (limits.Limits.longest_s, from the worker)
+    wants_alone: bool = False  # its job's task is too big to share the GPU: it waits for the GPU to itself
+    alone: bool = False  # it has the GPU to itself (nothing else is handed out there until its result)
 
 
 AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
@@ -159,9 +160,6 @@ class VerifierPool:
         self.host_gpus = (len(set(self._gpu_ids)) or 1) * self.host_pools  # each a share of the host's memory
         self._threads = max(1, (os.cpu_count() or 1) // (self.size * self.host_pools))
         self._slots: list[_Worker | None] = [None] * self.size
-        # large jobs' room on their GPU (the host, on the CPU), side by side where it fits (gpu_admission.py)
-        self.admission = Admission(self.device, collections.Counter(self._gpu_ids) if self._gpu_ids
-                                   else {"cpu": self.size})
         self._start_failures = 0
         self.progress = progress
         if cache is None:
@@ -251,7 +249,6 @@ class VerifierPool:
                 if w is not None and w.job_index is not None:
                     self._stop_worker(w, graceful=False)
                     self._slots[w.slot] = None
-                    self.admission.ended(w.slot)
             raise
         finally:
             if bar is not None:
@@ -344,14 +341,14 @@ class VerifierPool:
         busy: dict[int, tuple[M.Job, str | None]] = {}
         sent_at: dict[int, float] = {}  # for TRITONRL_TRACE's timeline
         while pending or any(w is not None and w.job_index is not None for w in self._slots):
-            # hand out work: start workers lazily, only as many as there are jobs; none where a large job
-            # waits for (or has) room on its GPU
-            self._grant()
+            # hand out work: start workers lazily, only as many as there are jobs; none where a job
+            # waits for (or has) its GPU to itself
+            self._grant_alone()
             for slot in range(self.size):
                 if not pending:
                     break
                 w = self._slots[slot]
-                if w is not None and w.job_index is None and self.admission.reserved(self._scope(w)):
+                if w is not None and w.job_index is None and self._reserved(w):
                     continue
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
@@ -360,8 +357,7 @@ class VerifierPool:
                                             lambda job, w=w: self._recorded(w, job))
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
-                    w.longest_s = None
-                    self.admission.ended(slot)
+                    w.longest_s, w.wants_alone, w.alone = None, False, False
                     sent_at[i] = w.job_started
                     try:
                         self._offer_reference(w, job)
@@ -399,7 +395,7 @@ class VerifierPool:
                         w.longest_s = float(msg["longest_s"])
                         w.job_started = time.monotonic()
                 elif kind == M.EXCLUSIVE:
-                    self.admission.asked(w.slot, self._scope(w), msg)
+                    w.wants_alone = True
                 elif kind == M.REFERENCE:
                     try:
                         self._keep_reference(w, msg)
@@ -411,7 +407,7 @@ class VerifierPool:
                         w.ref_keys = {k for k in msg["ref_keys"] if isinstance(k, str)}
                     i = w.job_index
                     w.job_index = None
-                    self.admission.ended(w.slot)
+                    w.wants_alone = w.alone = False
                     job, _ = busy.pop(i)
                     verdict = Verdict.from_dict(msg["verdict"])
                     verdict.task_id = verdict.task_id or job["task_id"]
@@ -424,8 +420,8 @@ class VerifierPool:
             for w in live:
                 if w.job_index is None or w.job_index not in busy or self._slots[w.slot] is not w:
                     continue
-                if self.admission.waiting(w.slot):
-                    w.job_started = now  # waiting for room on its GPU is no time of its job's
+                if w.wants_alone and not w.alone:
+                    w.job_started = now  # waiting for its GPU is no time of its job's
                     continue
                 longest = w.longest_s if w.longest_s is not None else \
                     float(busy[w.job_index][0]["settings"]["timeout_s"])
@@ -435,17 +431,31 @@ class VerifierPool:
                     yield from self._lost(w, busy, f"the verifier worker {what} within {limit:.0f} s",
                                           requeue=not w.ready, pending=pending)
 
-    # ---------------------------------------------------------------- room for large jobs
+    # ---------------------------------------------------------------- a GPU to itself
 
-    def _grant(self) -> None:
-        """Answer the large jobs that fit their GPU's room now (gpu_admission.Admission); their clocks start."""
-        running = {w.slot: self._scope(w) for w in self._slots if w is not None and w.job_index is not None}
-        for slot in self.admission.to_grant(running):
-            w = self._slots[slot]
+    def _reserved(self, w: _Worker) -> bool:
+        """Whether nothing may be handed to idle worker `w`: a job of its GPU waits for (or has) it alone."""
+        scope = self._scope(w)
+        return any(o is not None and o is not w and o.job_index is not None and (o.wants_alone or o.alone)
+                   and self._scope(o) == scope for o in self._slots)
+
+    def _grant_alone(self) -> None:
+        """Give a waiting job its GPU once every other job there has ended (one at a time per GPU)."""
+        for w in self._slots:
+            if w is None or w.job_index is None or not w.wants_alone or w.alone:
+                continue
+            scope = self._scope(w)
+            others = [o for o in self._slots if o is not None and o is not w and o.job_index is not None
+                      and self._scope(o) == scope]
+            if any(o.alone for o in others) or any(not o.wants_alone for o in others):
+                continue
+            if any(o.wants_alone and o.slot < w.slot for o in others):
+                continue  # the first waiter goes first
             try:
                 w.conn.send({"type": M.EXCLUSIVE_GO})
             except (OSError, ValueError):
-                continue  # a dead worker: noticed below, its room freed then
+                continue
+            w.alone = True
             w.job_started = time.monotonic()
 
     # ---------------------------------------------------------------- reference phases shared
@@ -497,7 +507,6 @@ class VerifierPool:
         code = w.proc.poll()
         self._stop_worker(w, graceful=False)
         self._slots[w.slot] = None
-        self.admission.ended(w.slot)
         self.restarts += 1
         i, w.job_index = w.job_index, None
         if i is None or i not in busy:

@@ -1,11 +1,10 @@
 """What a candidate may use: time, memory, processes, file size, bytes sent, its share of the GPU.
 
 A job's `Budget` follows its task's measured footprint (footprint.py) and the machine: the GPU memory
-its process may take (a share of the GPU, or room of its own when the task is too big to share:
-`exclusive`, the pool then runs no small job on that GPU meanwhile, and large ones beside it only where
-their memory fits: gpu_admission.py), the host memory and file size it needs for its outputs, how much
-larger the other-size input set may be, how long the reference phase may take, and whether the task
-fits the machine at all (`too_large`, said up front with the sizes).
+its process may take (a share of the GPU, or the whole of it when the task is too big to share:
+`exclusive`, the pool then runs nothing else on that GPU meanwhile), the host memory and file size it
+needs for its outputs, how much larger the other-size input set may be, how long the reference phase
+may take, and whether the task fits the machine at all (`too_large`, said up front with the sizes).
 
 The limits of one job (`Limits`) are enforced in two places: the worker watches the candidate's
 whole process tree (sandbox/run.py: the set-up, reference-phase and candidate clocks, resident memory
@@ -40,9 +39,6 @@ HEADROOM = 1.5  # a candidate may hold this much more than the reference did on 
 CONTEXT_BYTES = 1 * GIB  # a CUDA context, Triton's and cuBLAS's workspaces
 HOST_BASE_BYTES = 3 * GIB  # a candidate's process before any of its task's data (torch, Triton, CUDA)
 HOST_REFERENCE_SHARE = 0.4  # of the host's memory, for one job's reference outputs held by its worker
-CPU_MEMORY_FRACTION = 0.5  # of the host's memory, for the data of one job alone on the CPU
-UNKNOWN_GPU_BYTES = 80 * GIB  # a GPU's memory where it cannot be read
-UNKNOWN_HOST_BYTES = 64 * GIB  # the host's, where /proc/meminfo cannot be read
 SMALL_DATA_BYTES = 256 << 20  # task data the configured memory limit is expected to hold as it is
 SETUP_S = 180.0  # a process's own set-up (CUDA context on a busy, cold machine)
 REFERENCE_S_PER_GIB = 4.0  # the reference phase's budget grows with the bytes its input sets move
@@ -75,10 +71,8 @@ class Budget:
     note: str = ""
     skip_sets: tuple[str, ...] = ()  # input sets left out up front: with them the task would not fit
     timed_checks: int = TIMED_CHECKS + 1  # the timed calls whose outputs are checked (fresh sets of their own)
-    need_bytes: int = 0  # the device memory the job's peak needs (memory_need; the host's on the CPU)
+    need_bytes: int = 0  # the device memory the job's peak needs (memory_need), for people
     larger_growth: float = 0.0  # how much larger the other-size set's tensors are (0: larger_factor)
-    held_bytes: int = 0  # the reference outputs its worker will hold (reference_outputs_held; 0: unknown)
-    host_need_bytes: int = 0  # host memory of its worker for it: held_bytes and two outputs on their way
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -110,11 +104,11 @@ class Budget:
             return cls(base_fraction, False, mem_mb, FILE_SIZE_LIMIT, max(GIB, 4 * (mem_mb << 20)), 2.0,
                        float(settings.timeout_s), True, note="the task's footprint is unknown: configured limits")
         peak = fp.peak_bytes
-        host = host_bytes or UNKNOWN_HOST_BYTES
+        host = host_bytes or (64 * GIB)
         wanted = VARIATION_ORDER[: max(1, int(settings.num_variations))]
         timing = bool(settings.timing_enabled) and device == "cuda"
         if device == "cuda":
-            total = gpu_bytes or UNKNOWN_GPU_BYTES
+            total = gpu_bytes or (80 * GIB)
             share = GPU_MEMORY_FRACTION * total / max(1, sharers)
             alone = GPU_MEMORY_FRACTION * total
             if 1.1 * peak + CONTEXT_BYTES > alone:
@@ -131,7 +125,7 @@ class Budget:
             room = alone if exclusive else share
             fraction = room / total
         else:
-            room = CPU_MEMORY_FRACTION * host
+            room = 0.5 * host
             if 2 * peak + HOST_BASE_BYTES > room:
                 return cls._too_large(fp, settings, f"its original input set needs about {_gib(peak)} of memory "
                                       f"({_sizes(fp)}); this machine has {_gib(host)}")
@@ -156,10 +150,6 @@ class Budget:
         # range), with a note, rather than the machine killing the worker
         host_room = HOST_REFERENCE_SHARE * host / (1 if exclusive else max(1, sharers))
         ref_bytes = max(int(host_room - 2 * biggest_out), 2 * fp.output_bytes)
-        # what the worker really holds of that: the sets this plan runs, as the reference phase chooses them
-        # (what an exclusive job asks the pool for: gpu_admission.py)
-        growth = fp.grown(factor)
-        held = reference_outputs_held(fp.output_bytes, wanted, skip, growth, checks, ref_bytes)
         notes = [] if fp.complete else [fp.note]
         if skip or factor < min(LARGER_FACTORS):
             left = ", ".join(skip) if skip else ""
@@ -176,7 +166,7 @@ class Budget:
                    reference_s=float(settings.timeout_s) + REFERENCE_S_PER_GIB * moved / GIB,
                    cacheable_inputs=cacheable(moved, settings),
                    note="; ".join(notes), skip_sets=tuple(skip), timed_checks=checks, need_bytes=int(need),
-                   larger_growth=growth, held_bytes=held, host_need_bytes=int(held + 2 * biggest_out))
+                   larger_growth=fp.grown(factor))
 
     @classmethod
     def _too_large(cls, fp: Footprint, settings: JobSettings, why: str) -> Budget:
@@ -186,34 +176,6 @@ class Budget:
 
 # optional input sets, left out in this order where the task would not fit the device with them
 DROPPABLE = ("dtype", "offset", "seed")
-
-
-# how many original-sized outputs each set adds to what the worker holds: ReferencePhase.SET_SIZES
-# (candidate/reference_phase.py, which decides; tests/test_verify_admission.py holds the two equal)
-REFERENCE_SET_SIZES = {"seed": 1.0, "offset": 1.0, "dtype": 2.0, "timed": 1.0}
-
-
-def reference_outputs_held(out_bytes: int, wanted: tuple[str, ...], skip: tuple[str, ...] | list[str],
-                           growth: float, checks: int, cap: int) -> int:
-    """The bytes of reference outputs a job's worker ends up holding: ReferencePhase.room_for's choices
-    under `cap` (Budget.reference_bytes; 0: no cap) replayed on the task's original output size
-    `out_bytes`: the original and range sets always, each other wanted set not left out up front while
-    it fits, then the timed checks' sets while they fit. The tiny set's outputs, which the worker holds
-    too, are added after the choices at the original's size (at most that; mostly far less, so where
-    they count, the choices replayed here keep a set the run might leave out, never the reverse)."""
-    one = float(out_bytes)
-    held = one  # the original set's
-    for name in wanted[1:]:
-        if name in skip:
-            continue
-        size = one * (growth if name == "larger" else REFERENCE_SET_SIZES.get(name, 1.0))
-        if name == "range" or not cap or held + size <= cap:
-            held += size
-    for _ in range(max(0, int(checks))):
-        if cap and held + one > cap:
-            break
-        held += one
-    return int(held + one)
 
 
 def _minimal(wanted: tuple[str, ...]) -> tuple[str, ...]:

@@ -45,7 +45,7 @@ class Job(_JobFields, total=False):
 
 JOB = "job"  # a job to run now
 STOP = "stop"  # leave: the pool is closing
-EXCLUSIVE_GO = "exclusive_go"  # the answer to EXCLUSIVE: the room asked for is this job's now (gpu_admission.py)
+EXCLUSIVE_GO = "exclusive_go"  # the answer to EXCLUSIVE: every other job of this GPU (or host) has ended
 REFERENCE = "reference"  # both ways: a record of the reference cache, its descriptors following
 
 
@@ -69,7 +69,7 @@ class ReferenceMessage(TypedDict, total=False):
 READY = "ready"  # once, at start: torch and triton imported, CUDA untouched
 FAILED = "failed"  # once, instead of READY: the worker cannot start (the pool puts its job back)
 LIMITS = "limits"  # the job's limits are known: how long the pool waits for its result
-EXCLUSIVE = "exclusive"  # ExclusiveMessage: the task is too large for a share: room on its GPU (EXCLUSIVE_GO)
+EXCLUSIVE = "exclusive"  # the task is too large to share its GPU: hand nothing else there (EXCLUSIVE_GO)
 STARTED = "started"  # the job's child process exists (killed with the worker if it dies)
 RESULT = "result"  # the job's verdict
 
@@ -83,19 +83,6 @@ class Ready(TypedDict):
 class Failed(TypedDict):
     type: str  # FAILED
     error: str  # the traceback
-
-
-class ExclusiveMessage(TypedDict):
-    """A large job's request for room on its GPU (its host, on the CPU): the pool hands nothing else out
-    there from now on and answers EXCLUSIVE_GO once the job fits beside the others granted room
-    (gpu_admission.admit), or, with `alone`, once nothing else runs there."""
-
-    type: str  # EXCLUSIVE
-    need_bytes: int  # device memory at its peak (limits.Budget.need_bytes; the host's on the CPU)
-    host_bytes: int  # host memory of its worker for its reference outputs (limits.Budget.host_need_bytes)
-    total_bytes: int  # the GPU's memory (on the CPU: the host's share, limits.host_share_bytes) its budget read
-    host_total: int  # the host's share its budget read (limits.host_share_bytes)
-    alone: bool  # the whole GPU: nothing else may run there (a run again after one out of memory)
 
 
 class LimitsMessage(TypedDict):

@@ -2,9 +2,7 @@
 
 `run_job` builds the `Judge`, picks the job's process (the oldest spare, else a fresh fork), runs
 it under the job's limits (sandbox/run.py) and returns the verdict as a dict. A large task's job runs
-the tiny set alone first (`_prescreen`): a candidate that fails there never waits for the full sizes;
-then it asks the pool for room on its GPU (gpu_admission.py) and runs within it, or, out of memory
-there, again with the GPU to itself. Around it live the
+the tiny set alone first (`_prescreen`): a candidate that fails there never waits for the full sizes. Around it live the
 worker's singletons, one per worker process: its reference cache (reference_cache.py, shared with
 the other workers of its GPU through the pool: `share_reference` / `adopt_reference`) and its
 builder of Triton's C modules (native_builds.py).
@@ -25,11 +23,10 @@ from typing import Any
 from .. import reasons as R
 from ..compilation.check import warm_full_pipeline
 from ..compilation.native_builds import NativeBuilder
-from ..gpu_admission import ask_message, in_room
 from ..reward import compute_reward
 from ..sandbox import messages as M
 from ..sandbox.footprint import Footprint, probe
-from ..sandbox.limits import (GIB, GPU_MEMORY_FRACTION, Budget, Limits, gpu_sharers, host_share_bytes,
+from ..sandbox.limits import (GPU_MEMORY_FRACTION, Budget, Limits, gpu_sharers, host_share_bytes,
                               reference_cache_bytes)
 from ..sandbox.run import run_sandboxed
 from ..sandbox.spares import SPARES, prestart_wanted, spares_wanted
@@ -80,18 +77,11 @@ def job_budget(job: M.Job, settings: Any) -> Budget:
                            sharers)
 
 
-def scope_totals(device: str) -> tuple[int | None, int | None]:
-    """What a job's budget read of its GPU's memory (on the CPU: the host's share) and of the host's share."""
-    host = host_share_bytes()
-    return (gpu_bytes() if device == "cuda" else host), host
-
-
-def ask_exclusive(conn: Any, ask: M.ExclusiveMessage) -> bool:
-    """Ask the pool for room on this worker's GPU (or host) (`ask`, gpu_admission.ask_message) and wait
-    until it says so: the pool stops handing out work there and answers once the job fits beside the
-    others given room there (or, alone, once every other job there has ended). False if it cannot."""
+def ask_exclusive(conn: Any) -> bool:
+    """Ask the pool for this worker's GPU (or host) to itself and wait until it says so: the pool stops
+    handing out work there and answers once every other job there has ended. False if it cannot."""
     try:
-        conn.send(ask)
+        conn.send({"type": M.EXCLUSIVE})
         while True:
             msg = conn.recv()
             if isinstance(msg, dict) and msg.get("type") == M.EXCLUSIVE_GO:
@@ -171,62 +161,31 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         judge.phases["prescreen_passed"] = float(screened.get("reason") == R.OK)
     limits = Limits.for_job(s, job["device"], budget)
     _send_limits(conn, limits)
-    totals = scope_totals(job["device"])
-    ran = budget  # the budget a run has: a large job's, the room it asks for beside other large jobs
-    if budget.exclusive and conn is not None:
-        ran = in_room(budget, job["device"], totals[0])
-        if not ask_exclusive(conn, ask_message(ran, *totals)):
-            return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
-                           error="the pool did not give this task room on its GPU").to_dict()
+    if budget.exclusive and conn is not None and not ask_exclusive(conn):
+        return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
+                       error="the pool did not give this task's GPU to it alone").to_dict()
     # the child times the reference with TF32 allowed by the judge's precision (never reading the code itself)
-    job = {**job, "budget": ran.to_json(), "precision": judge.dot_precision}
-    verdict = _run_once(job, base_dir, conn, queued, judge, limits, ran)
-    why = rerun_alone_why(verdict, job["device"], budget, ran, gpu_sharers())
-    if why is not None and conn is not None:
+    job = {**job, "budget": budget.to_json(), "precision": judge.dot_precision}
+    verdict = _run_once(job, base_dir, conn, queued, judge, limits, budget)
+    if ran_out_of_memory(verdict) and job["device"] == "cuda" and not budget.exclusive and gpu_sharers() > 1 \
+            and conn is not None:
         # the budget's model of the task fell short of what this run held: never a verdict of the share's
-        # (or the room's) size, the job runs again with the GPU to itself
-        alone = budget if budget.exclusive else dataclasses.replace(budget, exclusive=True,
-                                                                     gpu_fraction=GPU_MEMORY_FRACTION)
-        if ask_exclusive(conn, ask_message(alone, *totals, alone=True)):
+        # size, the job runs again with the GPU to itself
+        alone = dataclasses.replace(budget, exclusive=True, gpu_fraction=GPU_MEMORY_FRACTION)
+        if ask_exclusive(conn):
             job = {**job, "budget": alone.to_json()}
             first = verdict.get("reason")
             verdict = _run_once(job, base_dir, conn, queued, _new_judge(job, base_dir), limits, alone)
-            place = "GPU" if job["device"] == "cuda" else "host"
-            verdict.setdefault("notes", []).append(f"ran again with the {place} to itself: {why[0]} ({why[1]}; "
-                                                   f"it ended {first})")
-            ran = alone
-    budget = ran
+            verdict.setdefault("notes", []).append(
+                f"ran again with the GPU to itself: the first run ran out of GPU memory in this worker's share "
+                f"({budget.gpu_fraction:.0%} of the GPU; it ended {first})")
+            budget = alone
     review = float(s.speedup_review)
     if verdict.get("correct") and isinstance(verdict.get("speedup"), (int, float)) and verdict["speedup"] > review:
         verdict = _remeasured(verdict, job, base_dir, conn, queued, limits, budget, review)
     if budget.note:
         verdict.setdefault("notes", []).append(f"budgets: {budget.note}")
     return verdict
-
-
-def rerun_alone_why(verdict: dict[str, Any], device: str, budget: Budget, ran: Budget,
-                    sharers: int) -> tuple[str, str] | None:
-    """Why a run of a job of `budget` that had `ran` (its worker's share, its room beside other large jobs,
-    or its GPU alone) runs again with the GPU (host) to itself, and how much it had; None where it stands.
-    It ran out of GPU memory in a share or a room, or its reference outputs outgrew the host memory of
-    its room (a set left out that alone it would have kept): no verdict is of the pool's sharing."""
-    if ran is not budget:  # in a room (gpu_admission.in_room)
-        if device == "cuda" and ran_out_of_memory(verdict):
-            return ("the first run ran out of GPU memory in the room it was given beside other large jobs",
-                    f"{ran.gpu_fraction:.0%} of the GPU")
-        if held_short(verdict):
-            cause = "the first run's reference outputs outgrew the host memory it was given beside other large jobs"
-            return cause, f"{ran.reference_bytes / GIB:.1f} GiB"
-        return None
-    if device == "cuda" and not budget.exclusive and sharers > 1 and ran_out_of_memory(verdict):
-        return "the first run ran out of GPU memory in this worker's share", f"{budget.gpu_fraction:.0%} of the GPU"
-    return None
-
-
-def held_short(verdict: dict[str, Any]) -> bool:
-    """Whether an input set was left out for want of host memory for its reference outputs
-    (ReferencePhase.room_for's note)."""
-    return "would not fit beside the" in _said(verdict)
 
 
 PRESCREEN_MIN_BYTES = 1 << 30  # verify.prescreen=auto: tasks whose peak needs this much, or the GPU alone
