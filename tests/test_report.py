@@ -112,6 +112,9 @@ def test_full_report_has_every_section(cfg):
     # and the source's setup at 7B: the stand-in benchmark's GPU-hours on one GPU and on eight
     scale = parse_table(page, "scale_cost")
     assert {r["GPUs"] for r in scale} == {"1", "8"} and all(float(r["published GPU-hours"]) == 64 for r in scale)
+    # and RL's step measured on 1, 2 and 4 GPUs of one host
+    multi = parse_table(page, "multi_gpu_rl")
+    assert {"1", "2", "4"} <= {r["GPUs"] for r in multi} and "speedup vs 1 GPU" in multi[0]
     assert "random-weight stand-in" in page
     # failure reasons, best policy, headline
     assert any(r["reason"] == "no_code" for r in parse_table(page, "failures"))
@@ -193,6 +196,26 @@ def test_scale_cost_reads_the_stand_in_benchmark_and_skips_what_is_not_there(tmp
     assert scale_cost_table(f) == []
     f.write_text("{not json")
     assert scale_cost_table(f) == []
+
+
+def test_multi_gpu_rl_reads_the_kept_records_and_skips_what_is_not_there(tmp_path):
+    from tritonrl_lib.report.build import multi_gpu_table
+
+    kept = multi_gpu_table()  # docs/benchmarks/rl_multi_gpu_*.json: measured on four H200s
+    standin = [r for r in kept if r["model"].startswith("standin") and r["method"] == "best_of_n"]
+    assert sorted(r["gpus"] for r in standin) == [1, 2, 4]
+    assert next(r for r in standin if r["gpus"] == 4)["speedup"] == pytest.approx(1.22)
+    assert all("H200" in r["machine"] for r in kept)
+    good = {"machine": "2x GPU", "table": [
+        {"model": "m", "method": "grpo", "gpus": 1, "generate_s": 10.04, "verify_s": 5, "wait_s": 1, "train_s": 2,
+         "step_s": 13.0, "speedup": 1.0},
+        {"model": "m", "method": "grpo", "gpus": 2, "step_s": None}]}  # a run that failed: no step, left out
+    f, bad = tmp_path / "rl_multi_gpu_a.json", tmp_path / "rl_multi_gpu_b.json"
+    f.write_text(json.dumps(good))
+    bad.write_text("{not json")
+    rows = multi_gpu_table([f, bad, tmp_path / "absent.json"])
+    assert [(r["gpus"], r["generate_s"], r["step_s"], r["machine"]) for r in rows] == [(1, 10.0, 13.0, "2x GPU")]
+    assert multi_gpu_table([]) == []
 
 
 def test_gpu_hours_scale_with_gpu_count():

@@ -182,6 +182,32 @@ def scale_cost_table(path: Path = SCALE_COST_FILE) -> list[dict[str, Any]]:
     return out
 
 
+# RL's step on 1..N GPUs of one host, measured (benchmarks/rl_multi_gpu.py's records, issue 32)
+MULTI_GPU_FILES = "rl_multi_gpu_*.json"
+
+
+def multi_gpu_table(files: list[Path] | None = None) -> list[dict[str, Any]]:
+    """RL steps measured on 1, 2, 4... GPUs of one host (benchmarks/rl_multi_gpu.py's records kept under
+    docs/benchmarks): per model, method and GPU count, each phase's seconds and the speedup against one
+    GPU; empty where none is kept (an installed package without the project's docs)."""
+    if files is None:
+        files = sorted(SCALE_COST_FILE.parent.glob(MULTI_GPU_FILES))
+    rows = []
+    for f in files:
+        try:
+            found = json.loads(Path(f).read_text())
+        except (OSError, ValueError):
+            continue
+        for r in found.get("table") or [] if isinstance(found, Mapping) else []:
+            if not isinstance(r, Mapping) or not isinstance(r.get("step_s"), (int, float)):
+                continue
+            rows.append({"model": r.get("model", ""), "method": r.get("method", ""), "gpus": r.get("gpus"),
+                         **{k: round(float(r[k]), 1) if isinstance(r.get(k), (int, float)) else None
+                            for k in ("generate_s", "verify_s", "wait_s", "train_s", "step_s")},
+                         "speedup": r.get("speedup"), "machine": found.get("machine", "")})
+    return rows
+
+
 def _task_set(rec: Mapping[str, Any]) -> str:
     """What a record was evaluated on, counted as every part of the page counts it (`tasks_evaluated`)."""
     levels = rec["metrics"].get("by_level", {})
@@ -345,6 +371,7 @@ def build_report(cfg: RunConfig, paths: RunPaths | None = None) -> Report:
         # the 7B setup's GPU-hours inform a GPU run (what scaling up costs); a CPU demo's reader can do
         # nothing with them, and they would read as this run's cost
         "scale_cost": scale_cost_table() if on_gpu(cfg, data) else [],
+        "multi_gpu_rl": multi_gpu_table() if on_gpu(cfg, data) else [],
         "settings": settings_table(cfg),
     }
     report = Report(paths.report_html, charts, tables, data.missing, KB.headline_lines(data.records, kb_split)

@@ -207,6 +207,8 @@ def notes_box(records: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 COST_LABELS = {"run": "which run", "counted": "in the total"}
+MULTI_GPU_LABELS = {"gpus": "GPUs", "generate_s": "generate s", "verify_s": "verify s", "wait_s": "wait s",
+                    "train_s": "train s", "step_s": "step s", "speedup": "speedup vs 1 GPU"}
 SCALE_LABELS = {"sft_h": "SFT h", "rl_h": "RL h", "eval_h": "eval h", "wall_h": "wall h",
                 "source_gpu_hours": "published GPU-hours"}
 
@@ -229,6 +231,14 @@ def cost_section(tables: Mapping[str, Any], pngs: Mapping[str, bytes], no_chart:
                   "\"A 7B-class policy on one GPU\"), for scaling this run up. Every sample is counted at its full "
                   "token limit: upper bounds. The published run of this setup took 64 GPU-hours.</p>",
                   html_table(tables["scale_cost"], "scale_cost", labels=SCALE_LABELS)]
+    if tables.get("multi_gpu_rl"):
+        parts += ["<h3>RL on several GPUs of one host: measured elsewhere, not by this run</h3>",
+                  "<p>One RL step of fixed size (16 tasks x 8 samples, each group with its reference solution) on "
+                  "1, 2 and 4 GPUs of one host, one process per GPU (<code>benchmarks/rl_multi_gpu.py</code>; "
+                  "docs/MULTI_GPU.md); seconds of the slowest process. Decoding and one candidate's verification set "
+                  "the step's length, so more GPUs speed a step of this size up little: they pay off as more tasks "
+                  "per step.</p>",
+                  html_table(tables["multi_gpu_rl"], "multi_gpu_rl", labels=MULTI_GPU_LABELS)]
     return parts
 
 
