@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 
 from .base import Example, RefSpec, SolSpec, Style, comment, make_example
-from .epilogue import CONV_KINDS, OP_WORDS, OPS, WEIGHTS, Build, Heavy
+from .epilogue import (CONV_KINDS, OP_WORDS, OPS, WEIGHTS, X_NAMES, Build, Heavy, draw_chain, draw_heavy,
+                       start_build)
 
 PARAM_OPS = ("bias", "mul_param", "sub_param")
 # kernel and launcher locals: no chain constant or parameter may take these names
@@ -128,6 +129,18 @@ class Mark:
 
 def mark(b: Build) -> Mark:
     return Mark(len(b.fwd), len(b.body), len(b.ops), len(b.loads))
+
+
+def start(rng: random.Random, style: Style, kinds: tuple[str, ...],
+          chain_lengths: tuple[int, ...] = (0, 1, 1, 2, 2, 3)) -> tuple[str, Heavy, Build, Mark]:
+    """The input's name, the heavy op (one of `kinds`), the build with the kernel's own locals taken, the
+    chain drawn before the reduction, and where that chain ends."""
+    x = style.pick_name(X_NAMES, salt=1)
+    heavy = draw_heavy(rng, style, x, rng.choice(kinds))
+    b = start_build(rng, style, heavy, x)
+    b.taken |= LOCALS
+    draw_chain(b, rng.choice(chain_lengths))
+    return x, heavy, b, mark(b)
 
 
 def draw_post(b: Build, n: int, params: bool) -> None:

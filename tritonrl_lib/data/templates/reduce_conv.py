@@ -25,11 +25,11 @@ from __future__ import annotations
 import random
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
-from .epilogue import X_NAMES, Build, Heavy, draw_chain, draw_heavy, kernel_inputs, reference_spec, start_build
-from .reduce_common import (FLAGS, LOCALS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_CAP, TILE_DIM_CAP, Mark, Walk,
+from .epilogue import Build, kernel_inputs, reference_spec
+from .reduce_common import (FLAGS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_CAP, TILE_DIM_CAP, Walk,
                             doc_of, draw_post, finish, fits_branch, fits_launch, grid_line, indent, jit, load_params,
                             loop_form, mark, normalize_forms, over_tiles, pre_loads, published_sizes, reduce_forms,
-                            stat_lines, store_cast, words)
+                            start, stat_lines, store_cast, words)
 
 HEAVY_KINDS = ("conv1d", "conv2d", "conv2d", "conv2d", "conv3d", "convt2d", "convt2d", "convt3d")
 CHANNEL_OPS = ("sum", "mean", "max", "min", "min", "logsumexp", "norm", "softmax", "softmax", "log_softmax",
@@ -45,15 +45,6 @@ assert max(CHANNEL_CAPS) * max(POSITION_CAPS) <= TILE_CAP and max(POOL_CHANNEL_C
 assert all(limit * max(caps) <= TILE_CAP and limit <= TILE_DIM_CAP for limit, caps in CHANNEL_FITS + POOL_FITS)
 
 
-def _setup(rng: random.Random, style: Style) -> tuple[str, Heavy, Build, Mark, int]:
-    x = style.pick_name(X_NAMES, salt=1)
-    heavy = draw_heavy(rng, style, x, rng.choice(HEAVY_KINDS))
-    b = start_build(rng, style, heavy, x)
-    b.taken |= LOCALS
-    draw_chain(b, rng.choice((0, 1, 1, 2, 2, 3)))
-    return x, heavy, b, mark(b), len(heavy.input_shape) - 2
-
-
 def _launch_head(rng: random.Random) -> list[str]:
     return ["y = y.contiguous()", "batch, channels = y.shape[0], y.shape[1]",
             rng.choice(["spatial = y.numel() // (batch * channels)", "spatial = y[0, 0].numel()"])]
@@ -64,7 +55,7 @@ def _launch_head(rng: random.Random) -> list[str]:
 
 def render_conv_channel_reduce(rng: random.Random, dtype: str, style: Style) -> Example:
     family = "conv_channel_reduce"
-    x, heavy, b, pre, _ = _setup(rng, style)
+    x, heavy, b, pre = start(rng, style, HEAVY_KINDS)
     what = rng.choice(CHANNEL_OPS)
     reduces = what in REDUCE
     keepdim = reduces and rng.random() < 0.5
@@ -204,7 +195,8 @@ POOL_WORDS = {"mean": "global average pooling", "max": "global max pooling", "su
 
 def render_conv_global_pool(rng: random.Random, dtype: str, style: Style) -> Example:
     family = "conv_global_pool"
-    x, heavy, b, pre, nd = _setup(rng, style)
+    x, heavy, b, pre = start(rng, style, HEAVY_KINDS)
+    nd = len(heavy.input_shape) - 2
     what = rng.choice(POOLS)
     keepdim = rng.random() < 0.5
     b.fwd.append(f"{x} = {_pool_forms(b, what, x, nd, keepdim)}")

@@ -19,10 +19,10 @@ from __future__ import annotations
 import random
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
-from .epilogue import X_NAMES, draw_chain, draw_heavy, kernel_inputs, reference_spec, start_build
+from .epilogue import kernel_inputs, reference_spec
 from .reduce_common import (FLAGS, LOCALS, TILE_DIM_CAP, Walk, doc_of, draw_post, finish, fits_branch, fits_launch,
                             grid_line, jit, load_params, loop_form, mark, over_tiles, pre_loads, published_sizes,
-                            stat_lines, store_cast)
+                            start, stat_lines, store_cast)
 
 HEAVY_KINDS = ("linear", "conv1d", "conv2d", "conv2d", "conv2d", "conv3d", "convt2d", "convt3d")
 GROUP_CAPS = (256, 512, 1024, 1024, 2048)  # a tile of the "passes" and "online" forms
@@ -72,12 +72,7 @@ def _norm(rng: random.Random, b, heavy, x: str, instance: bool) -> tuple[list[st
 
 def render_conv_group_norm(rng: random.Random, dtype: str, style: Style) -> Example:
     family = "conv_group_norm"
-    x = style.pick_name(X_NAMES, salt=1)
-    heavy = draw_heavy(rng, style, x, rng.choice(HEAVY_KINDS))
-    b = start_build(rng, style, heavy, x)
-    b.taken |= LOCALS
-    draw_chain(b, rng.choice((0, 0, 1, 1, 2)))
-    pre = mark(b)
+    x, heavy, b, pre = start(rng, style, HEAVY_KINDS, chain_lengths=(0, 0, 1, 1, 2))
     instance = not heavy.is_gemm and rng.random() < 0.35
     ref_lines, extra, extra_e, affine = _norm(rng, b, heavy, x, instance)
     b.fwd += ref_lines

@@ -21,11 +21,11 @@ import random
 from collections.abc import Callable
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
-from .epilogue import X_NAMES, Build, Heavy, draw_chain, draw_heavy, kernel_inputs, reference_spec, start_build
-from .reduce_common import (FLAGS, LOCALS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_DIM_CAP, Mark, Walk, doc_of,
+from .epilogue import Build, Heavy, kernel_inputs, reference_spec
+from .reduce_common import (FLAGS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_DIM_CAP, Mark, Walk, doc_of,
                             draw_post, finish, fits_branch, fits_launch, grid_line, jit, load_params, loop_form, mark,
-                            normalize_forms, over_tiles, pre_loads, published_sizes, reduce_forms, stat_lines,
-                            store_cast)
+                            normalize_forms, over_tiles, pre_loads, published_sizes, reduce_forms, start,
+                            stat_lines, store_cast)
 
 HEAVY_KINDS = ("linear", "linear", "matmul")
 ROW_CAPS = (32, 64, 256, 512, 1024, 1024, 2048)  # a tile of the "passes" and "online" forms
@@ -37,13 +37,9 @@ ROW_NORMALIZERS = ("softmax", "softmax", "log_softmax", "center", "max_sub", "l2
 
 def _setup(rng: random.Random, style: Style) -> tuple[str, Heavy, Build, Mark, str]:
     """The GEMM, the chain before the reduction, and the reduced dim as the reference writes it."""
-    x = style.pick_name(X_NAMES, salt=1)
-    heavy = draw_heavy(rng, style, x, rng.choice(HEAVY_KINDS))
-    b = start_build(rng, style, heavy, x)
-    b.taken |= LOCALS
-    draw_chain(b, rng.choice((0, 1, 1, 2, 2, 3)))
+    x, heavy, b, pre = start(rng, style, HEAVY_KINDS)
     d = rng.choice(("-1", "2")) if len(heavy.input_shape) == 3 else rng.choice(("1", "1", "-1"))
-    return x, heavy, b, mark(b), d
+    return x, heavy, b, pre, d
 
 
 def _where(d: str) -> str:
