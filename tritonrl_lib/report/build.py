@@ -160,7 +160,8 @@ def on_gpu(cfg: RunConfig, data: RunData) -> bool:
 
 
 # the source's setup at its real size: GPU-hours from rates measured on a 7B stand-in (issue 19)
-SCALE_COST_FILE = Path(__file__).resolve().parents[2] / "docs" / "benchmarks" / "qwen7b_standin_h100.json"
+BENCHMARKS_DIR = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"  # measurements kept in the repository
+SCALE_COST_FILE = BENCHMARKS_DIR / "qwen7b_standin_h100.json"
 
 
 def scale_cost_table(path: Path = SCALE_COST_FILE) -> list[dict[str, Any]]:
@@ -191,7 +192,7 @@ def multi_gpu_table(files: list[Path] | None = None) -> list[dict[str, Any]]:
     docs/benchmarks): per model, method and GPU count, each phase's seconds and the speedup against one
     GPU; empty where none is kept (an installed package without the project's docs)."""
     if files is None:
-        files = sorted(SCALE_COST_FILE.parent.glob(MULTI_GPU_FILES))
+        files = sorted(BENCHMARKS_DIR.glob(MULTI_GPU_FILES))
     rows = []
     for f in files:
         try:
