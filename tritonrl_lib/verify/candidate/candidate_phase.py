@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from . import guard as guard_mod
-from . import gpu_work, interpreter_libdevice, runtime_checks
+from . import gpu_work, interpreter_compat, interpreter_libdevice, runtime_checks
 from .. import reasons as R
 from ..compilation.compiler_copy import compiler_available
 from ..compilation.errors import interpreter_only
@@ -118,6 +118,7 @@ class CandidatePhase:
         runtime_checks.dispatch_switch_hooks(path)
         if self.device == "cpu":
             interpreter_libdevice.install()  # libdevice's math, which the interpreter lacks (a GPU has it)
+            interpreter_compat.install()  # scalar loop bounds under Triton 3.6's interpreter with NumPy >= 2.4
         mode = self.child.settings.compile_check
         if self.device == "cpu" and mode in ("frontend", "full"):
             # every launch is compiled for CUDA before the interpreter runs it, as a GPU would

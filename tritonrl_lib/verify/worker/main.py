@@ -47,6 +47,9 @@ def _worker_imports(device: str) -> None:
         from ..candidate.interpreter_libdevice import install  # warm-up: after the interpreted Triton
 
         install()  # libdevice's math for the interpreter, once here (each child's own call finds it done)
+        from ..candidate import interpreter_compat  # after the interpreted Triton, as libdevice's
+
+        interpreter_compat.install()  # scalar loop bounds under older interpreters (inherited by children)
 
         # imported lazily by the interpreter's argument specialisation: pay for it once here, not
         # in every child (CPU only: on a GPU nothing that might touch the driver loads here)
