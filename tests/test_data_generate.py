@@ -99,6 +99,14 @@ def test_candidates_the_verifier_rejects_are_dropped_and_counted(pool, monkeypat
     assert stats.failures and all(r.startswith("mismatch") for r in stats.failures)
     assert stats.kept_by_family == {"add": 4}
     assert stats.n_failed == (stats.verified + 1) // 2  # candidates alternate relu, add: every relu lost
+    # which family lost them, and what the verifier said, are kept and said (the data stage's message)
+    assert set(stats.failed_by_family) == {"relu"} and sum(stats.failed_by_family["relu"].values()) == stats.n_failed
+    reason = next(iter(stats.failures))
+    assert "values differ" in stats.first_errors[reason]
+    assert stats.starved_families() == ["relu"]
+    msg = stats.starved_message()
+    assert msg.startswith("1 of 2 train families kept almost nothing: relu (0 kept)") and reason in msg
+    assert stats.to_dict()["failed_by_family"] == {"relu": dict(stats.failed_by_family["relu"])}
 
 
 def test_duplicates_are_skipped_before_verification(monkeypatch):

@@ -30,6 +30,7 @@ from .records import SFTExample
 from .templates import TEMPLATES, Example, level_of_family, render_example
 
 MAX_CONSECUTIVE_DUPLICATES = 40  # a family this repetitive has shown all it has
+ERROR_EXCERPT = 600  # characters of a failure's error kept in the data stage's counts
 
 
 def generator_version() -> str:
@@ -54,10 +55,36 @@ class GenerationStats:
     verified: int = 0  # sent to the verifier
     cache_hits: int = 0
     failures: Counter = field(default_factory=Counter)  # verifier reason -> candidates dropped
+    failed_by_family: dict[str, Counter] = field(default_factory=dict)  # family -> reason -> dropped
+    first_errors: dict[str, str] = field(default_factory=dict)  # reason -> the first such error's last lines
     kept_by_family: Counter = field(default_factory=Counter)
     exhausted_families: list[str] = field(default_factory=list)
     families: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+
+    def record_failure(self, family: str, reason: str, error: str) -> None:
+        self.failures[reason] += 1
+        self.failed_by_family.setdefault(family, Counter())[reason] += 1
+        if reason not in self.first_errors:  # the end of a traceback says what failed
+            self.first_errors[reason] = error.strip()[-ERROR_EXCERPT:]
+
+    def starved_families(self, share: float = 0.25) -> list[str]:
+        """Families that kept fewer than `share` of an even split of what was kept, while the verifier
+        dropped some of their candidates: a template, or this machine's Triton, failing them."""
+        fair = self.kept / max(1, len(self.families))
+        return [f for f in self.families if self.kept_by_family.get(f, 0) < share * fair and self.failed_by_family.get(f)]
+
+    def starved_message(self) -> str:
+        starved = self.starved_families()
+        if not starved:
+            return ""
+        lost = Counter()
+        for f in starved:
+            lost.update(self.failed_by_family[f])
+        names = ", ".join(f"{f} ({self.kept_by_family.get(f, 0)} kept)" for f in starved)
+        first = "; ".join(f"{r}: {self.first_errors.get(r, '')[-200:]}" for r, _ in lost.most_common(2))
+        return (f"{len(starved)} of {len(self.families)} train families kept almost nothing: {names}; the verifier "
+                f"dropped their candidates as {dict(lost.most_common())}. First such errors: {first}")
 
     @property
     def n_failed(self) -> int:
@@ -67,6 +94,8 @@ class GenerationStats:
         return {"requested": self.requested, "kept": self.kept, "candidates": self.candidates,
                 "duplicates": self.duplicates, "verified": self.verified, "cache_hits": self.cache_hits,
                 "failed": self.n_failed, "failures": dict(self.failures.most_common()),
+                "failed_by_family": {f: dict(c.most_common()) for f, c in sorted(self.failed_by_family.items())},
+                "first_errors": dict(self.first_errors),
                 "kept_by_family": dict(sorted(self.kept_by_family.items())),
                 "exhausted_families": self.exhausted_families, "families": len(self.families),
                 "wall_s": round(self.wall_s, 1)}
@@ -191,7 +220,7 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
                 if "verdict from cache" in v.notes:
                     stats.cache_hits += 1
                 if not v.correct:
-                    stats.failures[v.reason or "incorrect"] += 1
+                    stats.record_failure(cand.task.op_family, v.reason or "incorrect", v.error or "")
                     continue
                 if len(kept) < n:
                     meta = {k: v for k, v in cand.task.meta.items() if k != "variant"}
