@@ -1,0 +1,143 @@
+"""Score an evaluation that was cut off, from what it kept: its completions and the verdicts it had.
+
+    python benchmarks/eval_from_verdicts.py ROOT --stage sft -p kernelbench=/path/to/KernelBench
+    python benchmarks/eval_from_verdicts.py ROOT --stage sft --verifier-version 15 --where "cuda:NVIDIA H200; host 504 GiB, 12 workers sharing"
+
+ROOT is a `gpu_rl_session.py` results folder as its export brings it back (the run's `runs/base/data/`
+and `eval/.eval_<stage>.resume-*/` with `completions.json` and `verdicts/`). An evaluation cut off by a
+device call's limit keeps every verdict it reached; this scores all samples on the CPU without running
+the verifier: a sample whose verdict was kept gets it, a sample the static check rejects gets that verdict
+(recomputed here, as the pool does before it sends a job), and a sample never verified counts as wrong
+(reason `timeout`, error "not verified"), so rates are lower bounds; the unverified samples are listed.
+
+Each kept verdict is found under the verdict cache's key (verify/cache.py): the task source, the code,
+the policy, the settings and `where` (the GPU's model and the pool's budget description). `where` is
+searched among the descriptions a pool writes (host GiB, GPUs or pools it is split over, workers
+sharing) unless given. Writes ROOT/eval/eval_<stage>.partial.json (the eval record's format) and prints
+the held-out KernelBench table and its per-category table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import itertools
+import json
+import sys
+import types
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
+from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
+from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
+from tritonrl_lib.report import kernelbench as K  # noqa: E402
+from tritonrl_lib.verify import cache as cache_module  # noqa: E402
+from tritonrl_lib.verify.cache import VerdictCache  # noqa: E402
+from tritonrl_lib.verify.pool import VerifierPool  # noqa: E402
+from tritonrl_lib.verify.verdict import Verdict  # noqa: E402
+
+GPUS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
+
+
+def candidate_wheres(gpu: str):
+    """The descriptions a pool may have written (VerifierPool._device_desc and _budget_desc)."""
+    for host, split, workers in itertools.product(range(8, 2049), (1, 2, 4, 8, 16, 32), range(1, 65)):
+        middle = f" split over {split} GPUs or pools" if split > 1 else ""
+        yield f"cuda:{gpu}; host {host} GiB{middle}, {workers} workers sharing"
+
+
+class KeptVerdicts:
+    """A stand-in for the pool: the static check as the pool runs it, then the kept verdict by its key."""
+
+    def __init__(self, cfg, cache: VerdictCache, where: str):
+        self.cfg, self.cache, self.where = cfg, cache, where
+        self.pool = types.SimpleNamespace(device="cuda", _seeds={}, _threads=1)  # what _prepare reads
+        self.unverified: collections.Counter = collections.Counter()
+
+    def key(self, task, job) -> str:
+        return VerdictCache.key(task.source, job["code"], "+".join([job["policy"], *job["extra_ops"]]),
+                                job["settings"], self.where)
+
+    def map(self, tasks, completions, **_):
+        out = []
+        for task, text in zip(tasks, completions):
+            verdict, job = VerifierPool._prepare(self.pool, task, text, self.cfg.verify, True)
+            if verdict is None:
+                verdict = self.cache.get(self.key(task, job))
+            if verdict is None:
+                self.unverified[task.id] += 1
+                verdict = Verdict(task_id=task.id, stage="none", reason="timeout",
+                                  error="not verified: the evaluation was cut off before this sample")
+            out.append(verdict)
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+def find_where(kept: KeptVerdicts, probes: list) -> str | None:
+    for gpu in GPUS:
+        for where in candidate_wheres(gpu):
+            kept.where = where
+            if any(kept.cache.get(kept.key(t, j)) is not None for t, j in probes):
+                return where
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("root", type=Path)
+    ap.add_argument("--stage", default="sft")
+    ap.add_argument("--profile", default="gpu")
+    ap.add_argument("--where", default="", help="the pool's device and budget description (searched if empty)")
+    ap.add_argument("--verifier-version", default="", help="VERIFIER_VERSION the verdicts were kept under "
+                    "(part of their key; default: this checkout's)")
+    ap.add_argument("-p", "--param", action="append", default=[], help="setting overrides, as the session had them")
+    args = ap.parse_args(argv)
+
+    import tritonrl_lib.eval.baselines as baselines  # the CUDA device name is read for baselines: none here
+
+    baselines.machine_identity = lambda device, *a, **k: {"device": device, "name": "?", "torch": "?", "triton": "?"}
+    if args.verifier_version:
+        cache_module.VERIFIER_VERSION = args.verifier_version
+    root = args.root.resolve()
+    cfg = load_config(args.profile, overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"),
+                                               "run": "base"})
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    folders = sorted((root / "eval").glob(f".eval_{args.stage}.resume-*"))
+    if not folders:
+        raise SystemExit(f"no kept evaluation of stage {args.stage!r} under {root / 'eval'}")
+    data = json.loads((folders[-1] / "completions.json").read_text())
+    texts = [[c["text"] for c in cs] for cs in data["completions"]]
+    if len(texts) != len(tasks):
+        raise SystemExit(f"{len(texts)} tasks' completions kept, {len(tasks)} tasks now: pass the session's -p settings")
+    kept = KeptVerdicts(cfg, VerdictCache(folders[-1] / "verdicts"), args.where)
+    if not args.where:
+        flat = [(t, VerifierPool._prepare(kept.pool, t, c, cfg.verify, True)[1]) for t, cs in zip(tasks, texts)
+                for c in cs]
+        found = find_where(kept, [(t, j) for t, j in flat if j is not None][:3])
+        if found is None:
+            raise SystemExit("no kept verdict matches: pass --where as the pool described itself")
+        print(f"where: {found}")
+    record = score_completions(cfg, tasks, texts, eval_sampling(cfg, None), model_stage=args.stage,
+                               model_path=str(folders[-1]), pool=kept, task_source="heldout", device="cuda",
+                               progress=False, extra={"generation": data.get("generation", {}),
+                                                      "unverified": dict(kept.unverified)})
+    out = root / "eval" / f"eval_{args.stage}.partial.json"
+    out.write_text(json.dumps(record, indent=1, default=str))
+    print(f"{sum(kept.unverified.values())} samples not verified (counted wrong): {dict(kept.unverified)}")
+    for name, m in record["metrics"].get("by_set", {}).items():
+        print(f"set {name}: correct {m.get('correct_rate')}%, valid {m.get('valid_rate')}% of {m.get('num_tasks')} tasks")
+    records = {args.stage: record}
+    for row in K.headline_table(records, cfg.eval.bootstrap_resamples):
+        print(" | ".join(str(v) for v in row.values()))
+    for row in K.category_table(records, K.load_split(cfg.paths)):
+        print(" | ".join(str(v) for v in row.values()))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""benchmarks/eval_from_verdicts.py: a cut-off evaluation scored from the verdicts it kept.
+
+Verdicts are stored the way the pool stores them (VerdictCache under the pool's key for a GPU pool's
+description); the stand-in pool must find each by that key, rebuild static rejections, count samples
+never verified as wrong, and find the pool's description by search when it is not given.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from tritonrl_lib.core.config import load_config
+from tritonrl_lib.tasks import load_tasks
+from tritonrl_lib.verify.cache import VerdictCache
+from tritonrl_lib.verify.verdict import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+WHERE = "cuda:NVIDIA H200; host 504 GiB split over 16 GPUs or pools, 12 workers sharing"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("eval_from_verdicts", ROOT / "benchmarks" / "eval_from_verdicts.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+def test_kept_verdicts_are_found_static_failures_rebuilt_and_the_rest_counted_unverified(tmp_path):
+    mod = _script()
+    cfg = load_config("cpu")
+    tasks = {t.name: t for t in load_tasks("builtin") if t.name in ("relu", "abs")}
+    relu, abs_ = tasks["relu"], tasks["abs"]
+    cache = VerdictCache(tmp_path / "verdicts")
+    kept = mod.KeptVerdicts(cfg, cache, WHERE)
+    good = _fenced(relu.reference_solution)
+    _, job = mod.VerifierPool._prepare(kept.pool, relu, good, cfg.verify, True)
+    cache.put(kept.key(relu, job), Verdict(task_id=relu.id, stage="timing", correct=True, reason="ok", reward=1.0))
+
+    torch_only = _fenced("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n"
+                         "    def forward(self, x):\n        return torch.relu(x)\n")
+    never_verified = _fenced(abs_.reference_solution)
+    out = kept.map([relu, relu, abs_], [good, torch_only, never_verified])
+
+    assert out[0].correct and out[0].reason == "ok"  # the kept verdict, by its key
+    assert not out[1].correct and out[1].reason.startswith("static")  # rebuilt: no Triton kernel
+    assert not out[2].correct and out[2].reason == "timeout" and "not verified" in out[2].error
+    assert dict(kept.unverified) == {abs_.id: 1}
+
+    kept.where = ""
+    probes = [(relu, job)]
+    assert mod.find_where(kept, probes) == WHERE  # the pool's description, found among those a pool writes
+    kept.where = "cuda:NVIDIA H200; host 504 GiB, 3 workers sharing"
+    assert kept.map([relu], [good])[0].reason == "timeout"  # another pool's key finds nothing
