@@ -42,6 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kernelbench_common import (CATEGORIES, SOLUTIONS_DIR, Problem, build_pair, close, list_problems,  # noqa: E402
                                 list_solutions, max_errors, only_gemm_flags, shrink, verifier_side)
 
+from tritonrl_lib.verify.candidate import interpreter_compat  # noqa: E402
+
+interpreter_compat.install()  # the in-process sets, as the verifier's processes: loops over arguments on Triton 3.6
+
 BF16_DOT_OK = True  # set in main: interpreter_bf16_dot_ok()
 HALF_TOL = 5e-2  # the verifier's defaults (VerifyConfig.half_atol / half_rtol, atol / rtol)
 FULL_TOL = 1e-2
