@@ -190,3 +190,122 @@ def test_a_sample_of_every_conv_family_passes_the_verifier_and_a_broken_one_does
 
 def _settings_of(reference: str) -> set[str]:
     return _settings(types.SimpleNamespace(reference=reference))
+
+
+# --------------------------------------------------------------------------- KernelBench's constructor
+
+
+def _ctor(module: str, cls: str) -> tuple[list[str], list[str], int]:
+    """(`cls.__init__`'s parameter names, its defaults as written, how many get_init_inputs() returns)."""
+    tree = ast.parse(module)
+    node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
+    init = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    names = [a.arg for a in init.args.args[1:]]
+    defaults = [ast.unparse(d) for d in init.args.defaults]
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs"), None)
+    arity = len(fn.body[-1].value.elts) if fn is not None else -1
+    return names, defaults, arity
+
+
+def _kernelbench_ctor(module: str) -> bool:
+    """Trailing constructor parameters with defaults, and a get_init_inputs() passing fewer than all."""
+    names, defaults, arity = _ctor(module, "Model")
+    return bool(defaults) and arity < len(names)
+
+
+def _init_line(module: str) -> str:
+    return next(ln for ln in module.splitlines() if ln.strip().startswith("def __init__("))
+
+
+@pytest.mark.parametrize("family", CONV)
+def test_about_half_the_examples_write_kernelbench_constructor_with_defaults(family):
+    """KernelBench's Level-1 convolutions take `stride: int = 1, padding: int = 0, ..., bias: bool = False`
+    and pass only a prefix in get_init_inputs(); a model that never saw that wrote a ModelNew whose
+    constructor missed `stride`, `padding` and `bias` (TypeError at construction) or read a `dilation` it
+    had no parameter for (NameError)."""
+    examples = [render_example(family, 0, i) for i in range(30)]
+    kernelbench = [ex for ex in examples if _kernelbench_ctor(ex.reference)]
+    no_defaults = [ex for ex in examples if not _ctor(ex.reference, "Model")[1]]
+    assert len(kernelbench) >= 8 and len(no_defaults) >= 8, (len(kernelbench), len(no_defaults))
+    for ex in kernelbench:
+        names, defaults, _ = _ctor(ex.reference, "Model")
+        assert names[-1] == "bias" and defaults[-1] == "False", names
+        order = [n for n in ("stride", "padding", "output_padding", "dilation", "groups", "bias") if n in names]
+        assert names[len(names) - len(defaults):] == order  # every setting defaulted, in KernelBench's order
+        # the solution's constructor takes the same parameters with the same defaults
+        assert _ctor(ex.solution, "ModelNew")[:2] == (names, defaults)
+    if family.startswith("conv_transpose"):  # KernelBench's transposed ones mostly take output_padding
+        assert any("output_padding" in _ctor(ex.reference, "Model")[0] for ex in kernelbench)
+
+
+def _load(path, text: str) -> types.ModuleType:
+    """`text` as a module from a file (@triton.jit reads its function's source from one)."""
+    import importlib.util
+
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("family", CONV)
+def test_kernelbench_constructors_build_from_a_prefix_and_from_every_argument(family, tmp_path):
+    """ModelNew(*get_init_inputs()) builds, and so does a call passing the defaults of the rest too."""
+    examples = [ex for ex in (render_example(family, 0, i) for i in range(20)) if _kernelbench_ctor(ex.reference)]
+    assert examples
+    for k, ex in enumerate(examples[:4]):
+        ref, sol = _load(tmp_path / f"ref_{k}.py", ex.reference), _load(tmp_path / f"sol_{k}.py", ex.solution)
+        init = list(ref.get_init_inputs())
+        names, defaults, _ = _ctor(ex.reference, "Model")
+        rest = [ast.literal_eval(d) for d in defaults][len(defaults) - (len(names) - len(init)):]
+        for args in (init, init + rest):
+            m, new = ref.Model(*args), sol.ModelNew(*args)
+            assert {k: v.shape for k, v in m.state_dict().items()} == {k: v.shape for k, v in new.state_dict().items()}
+
+
+@pytest.mark.parametrize("family", CONV)
+def test_the_published_twin_keeps_the_constructor(family):
+    """The prompt's twin is the verified module with other sizes: the same signature, the same prefix."""
+    twins = [ex for ex in (render_example(family, 0, i) for i in range(1, 30)) if ex.published_reference]
+    for ex in twins:
+        assert _init_line(ex.published_reference) == _init_line(ex.reference)
+        assert _ctor(ex.published_reference, "Model")[2] == _ctor(ex.reference, "Model")[2]
+    assert sum(_kernelbench_ctor(ex.published_reference) for ex in twins) >= 3
+
+
+@pytest.mark.slow
+def test_kernelbench_constructors_verify_and_a_wrong_default_does_not():
+    """Three examples per family with defaulted parameters left out of get_init_inputs() through the real
+    verifier on the CPU: the omitted arguments take the same defaults on both sides. A solution whose
+    default for an omitted setting differs from the reference's is rejected."""
+    from tritonrl_lib.core.config import VerifyConfig
+    from tritonrl_lib.data.generate import make_candidate
+    from tritonrl_lib.model.prompts import format_completion
+    from tritonrl_lib.verify import VerifierPool
+
+    cands = []
+    for fam in CONV:
+        cands += [c for c in (make_candidate(fam, 0, i) for i in range(1, 40)) if _kernelbench_ctor(c.task.source)][:3]
+    assert len(cands) == 3 * len(CONV)
+    broken = []
+    for c in cands:  # a setting the prefix leaves out, with another default in ModelNew only
+        names, defaults, arity = _ctor(c.task.source, "Model")
+        omitted = [n for n in names[arity:] if n in ("padding", "stride")]
+        if omitted:
+            line = _init_line(c.task.reference_solution)
+            wrong = re.sub(rf"\b{omitted[0]}(: \w+)?( ?= ?)(\(?)(\d)", lambda m: m.group(0)[:-1] + str(int(m.group(4)) + 1),
+                           line, count=1)
+            assert wrong != line, line
+            broken.append((c, c.task.reference_solution.replace(line, wrong)))
+        if len(broken) == 2:
+            break
+    assert len(broken) == 2
+    tasks = [c.task for c in cands] + [c.task for c, _ in broken]
+    sols = [c.completion for c in cands] + [format_completion(b) for _, b in broken]
+    with VerifierPool(VerifyConfig(timing="off", reference_cache_mb=0), cache=False, progress=False, device="cpu",
+                      workers=2) as pool:
+        verdicts = pool.map(tasks, sols, progress=False)
+    bad = [(c.task.name, v.reason, v.error[-300:]) for c, v in zip(cands, verdicts) if not v.correct]
+    assert not bad, bad
+    assert not any(v.correct for v in verdicts[len(cands):]), [v.reason for v in verdicts[len(cands):]]

@@ -164,6 +164,7 @@ class RefSpec:
     published: dict[str, object] = field(default_factory=dict)  # constant -> its published-scale value
     rand_ok: bool = True  # plain torch.randn inputs may be drawn with torch.rand instead
     arg_docs: dict[str, str] = field(default_factory=dict)  # constructor argument -> its description
+    init_defaults: dict[str, str] = field(default_factory=dict)  # constructor argument -> its default as written
 
 
 @dataclass
@@ -188,12 +189,17 @@ def _signature(args: list[str], style: Style, hint: str = "torch.Tensor") -> str
     return ", ".join(args)
 
 
-def _init_signature(params: list[tuple[str, str]], style: Style) -> str:
+def _init_signature(params: list[tuple[str, str]], style: Style, defaults: dict[str, str] | None = None) -> str:
     if not params:
         return "self"
-    if style.hints:
-        return "self, " + ", ".join(f"{n}: {t}" for n, t in params)
-    return "self, " + ", ".join(n for n, _ in params)
+    defaults = defaults or {}
+
+    def one(n: str, t: str) -> str:
+        if n in defaults:
+            return f"{n}: {t} = {defaults[n]}" if style.hints else f"{n}={defaults[n]}"
+        return f"{n}: {t}" if style.hints else n
+
+    return "self, " + ", ".join(one(n, t) for n, t in params)
 
 
 def _constant(v: object) -> str:
@@ -266,7 +272,7 @@ def render_reference(spec: RefSpec, style: Style, published: bool = False) -> st
 
     cls = ["class Model(nn.Module):"] + _class_doc_lines(spec, style)
     init_doc, fwd_doc = _method_docs(spec, style)
-    init_sig = _init_signature(spec.init_params, dataclasses.replace(style, hints=init_hints))
+    init_sig = _init_signature(spec.init_params, dataclasses.replace(style, hints=init_hints), spec.init_defaults)
     none_ret = " -> None" if style.ref_hints == "all" and style.phrasing % 2 == 0 else ""
     cls.append(f"    def __init__({init_sig}){none_ret}:")
     cls += init_doc
@@ -319,7 +325,7 @@ def render_solution(ref: RefSpec, sol: SolSpec, style: Style) -> str:
     cls = ["class ModelNew(nn.Module):"]
     if style.sol_docstrings:
         cls += ['    """', f"    {sol.doc or 'Triton version of Model: ' + ref.doc[0].lower() + ref.doc[1:]}", '    """', ""]
-    cls.append(f"    def __init__({_init_signature(ref.init_params, style)}):")
+    cls.append(f"    def __init__({_init_signature(ref.init_params, style, ref.init_defaults)}):")
     cls.append(f"        {_super('ModelNew', style)}")
     init_lines = ref.init_lines if sol.init_lines is None else sol.init_lines
     cls += [f"        {ln}" for ln in init_lines]

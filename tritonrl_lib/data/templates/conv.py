@@ -12,6 +12,7 @@ same weight / bias Parameters: the state_dict copies over) and computes with its
   masked loads for padding and bounds, fp32 accumulation, the bias added, the output cast back;
 - transposed convolutions in gather form: an output position o takes input i = (o + pad - k * dil) /
   stride wherever that divides exactly and lies inside the input.
+About half the constructors are KernelBench's, settings with defaults (conv_signature.py).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import dataclasses
 import math
 import random
 
-from . import epilogue
+from . import conv_signature, epilogue
 from .base import (
     Example,
     RefSpec,
@@ -262,6 +263,7 @@ def _launcher_lines(nd: int, transposed: bool, tile: bool, kname: str, x: str, s
 def render_conv(family: str, rng: random.Random, dtype: str, style: Style) -> Example:
     nd, kind = KINDS[family]
     su = draw_setup(rng, nd, kind)
+    kb_ctor, su = conv_signature.draw_kind(rng, su)  # KernelBench's constructor: settings with defaults
     bn, cin, cout = style.pick_name(CHANNEL_NAMES)
     spatial = style.pick_name(SPATIAL_NAMES[nd], salt=5)
     x = style.pick_name(X_NAMES, salt=1)
@@ -311,24 +313,31 @@ def render_conv(family: str, rng: random.Random, dtype: str, style: Style) -> Ex
     exprs: dict[str, str] = {"groups": "1"}  # setting -> how the reference's forward / constructor refers to it
     kwargs: list[str] = []
     store: list[str] = []
-    for name, value, default in settings:
-        if value == default:
-            exprs[name] = repr(default)
-            continue
-        if as_constants:
-            constants.append((name, value))
-            init_params.append((name, "int"))
-            init_inputs.append(name)
-            kwargs.append(f"{name}={name}")
-            exprs[name] = name
-            store.append(f"self.{name} = {name}")
-        else:
-            kwargs.append(f"{name}={value}")
-            exprs[name] = repr(value)
+    ctor = conv_signature.draw_ctor(rng, su, not isinstance(kval, int)) if kb_ctor else None
+    if ctor is not None:  # KernelBench's: the signature's settings passed on by name, the others at their defaults
+        init_params += ctor.params
+        init_inputs += [n for n, _ in ctor.passed]
+        constants += ctor.passed
+        kwargs, exprs, store = ctor.forms(settings)
+    else:
+        for name, value, default in settings:
+            if value == default:
+                exprs[name] = repr(default)
+            elif as_constants:
+                constants.append((name, value))
+                init_params.append((name, "int"))
+                init_inputs.append(name)
+                kwargs.append(f"{name}={name}")
+                exprs[name] = name
+                store.append(f"self.{name} = {name}")
+            else:
+                kwargs.append(f"{name}={value}")
+                exprs[name] = repr(value)
+        if not su.bias:
+            kwargs.append("bias=False")
     if depthwise_like:
         exprs["groups"] = cin
-    if not su.bias:
-        kwargs.append("bias=False")
+    bias_kw = [k for k in kwargs if k.startswith("bias=")]
 
     transposed = su.transposed
     cls = f"nn.ConvTranspose{nd}d" if transposed else f"nn.Conv{nd}d"
@@ -344,7 +353,6 @@ def render_conv(family: str, rng: random.Random, dtype: str, style: Style) -> Ex
     if kind == "separable":
         dw, pw = style.pick((("depthwise", "pointwise"), ("dw", "pw"), ("conv_dw", "conv_pw")), salt=3)
         dw_kwargs = [k for k in kwargs if not k.startswith("bias")]
-        bias_kw = [] if su.bias else ["bias=False"]
         init_lines = [f"self.{dw} = nn.Conv2d({', '.join([cin, cin, 'kernel_size', *dw_kwargs, f'groups={cin}', *bias_kw])})",
                       f"self.{pw} = nn.Conv2d({', '.join([cin, cout, '1', *bias_kw])})"]
         fwd = [f"{x} = self.{dw}({x})", f"{x} = self.{pw}({x})", f"return {x}"]
@@ -354,7 +362,7 @@ def render_conv(family: str, rng: random.Random, dtype: str, style: Style) -> Ex
     elif module_form:
         args = [cin, cin if kind == "depthwise" else cout, "kernel_size" if kind != "pointwise" else "1", *kwargs]
         if depthwise_like:
-            args.insert(len(args) - (0 if su.bias else 1), f"groups={cin}")
+            args.insert(len(args) - len(bias_kw), f"groups={cin}")
         init_lines = [f"self.{attr} = {cls}({', '.join(args)})"]
         fwd = [f"return self.{attr}({x})"]
         calls = [[f"self.{attr}.{a}" for a in launch_args]]
@@ -377,7 +385,10 @@ def render_conv(family: str, rng: random.Random, dtype: str, style: Style) -> Ex
             kdims = ["*kernel_size"]
         wshape = [cin, per_group(co_e)] if transposed else [co_e, per_group(cin)]
         init_lines = [f"self.weight = nn.Parameter(torch.randn({', '.join(wshape + kdims)}) * 0.1)"]
-        init_lines.append(f"self.bias = nn.Parameter(torch.randn({co_e}) * 0.1)" if su.bias else "self.bias = None")
+        if ctor is not None:
+            init_lines.append(f"self.bias = nn.Parameter(torch.randn({co_e}) * 0.1) if bias else None")
+        else:
+            init_lines.append(f"self.bias = nn.Parameter(torch.randn({co_e}) * 0.1)" if su.bias else "self.bias = None")
         init_lines += store
         fn = f"F.conv_transpose{nd}d" if transposed else f"F.conv{nd}d"
         fexprs = {k: (f"self.{v}" if v in dict(init_params) or k == v else v) for k, v in exprs.items()}
@@ -410,10 +421,12 @@ def render_conv(family: str, rng: random.Random, dtype: str, style: Style) -> Ex
                 "kernel_size": "Size of the convolution kernel.", "stride": "Stride of the convolution.",
                 "padding": "Implicit zero padding on every side.", "dilation": "Spacing between kernel elements.",
                 "groups": "Number of blocked connections from input to output channels.",
-                "output_padding": "Extra size added to one side of each output dimension."}
+                "output_padding": "Extra size added to one side of each output dimension.",
+                "bias": "If True, adds a learnable bias to the output."}
     ref = RefSpec(doc=doc, init_params=init_params, init_lines=init_lines, forward_args=[x], forward_lines=fwd,
                   constants=constants, inputs=[(x, randn([bn, cin, *spatial], dtype))], init_inputs=init_inputs,
-                  forward_doc=f"the output of the {what.split(' (')[0]}.", imports=imports, arg_docs=arg_docs)
+                  forward_doc=f"the output of the {what.split(' (')[0]}.", imports=imports, arg_docs=arg_docs,
+                  init_defaults=ctor.defaults if ctor is not None else {})
     if style.sizes == "published":
         ref.published = _published(rng, su, bn, cin, cout, spatial, kind)
 
