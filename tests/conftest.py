@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,12 @@ REPO = Path(__file__).resolve().parent.parent
 # The tiny model and the converted embedded model are cached across tests (and across runs: the
 # cache is keyed by content), but never in the real ~/.cache when TRITONRL_CACHE is set by CI.
 os.environ.setdefault("TRITONRL_HOME", str(REPO))
+
+# A suite started in the background of a non-interactive shell (`nohup make test &`) inherits SIGINT
+# ignored, and so would every process it starts: the Ctrl-C tests (a run stopped where it stands, every
+# rank and worker gone) would then see no interrupt at all. They test our handling, not the shell's.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
