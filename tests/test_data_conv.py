@@ -18,6 +18,7 @@ from tritonrl_lib.data.templates.base import DEFAULT_STYLE
 from tritonrl_lib.data.templates.conv import KINDS, render_conv
 from tritonrl_lib.tasks.families import FAMILIES, category_of
 from tritonrl_lib.tasks.kb_format import check_kb_source
+from source_modules import import_source
 
 CONV = list(FAMILIES["level1"]["convolution"])
 TORCH_CONV = re.compile(r"\b(F|nn\.functional|torch)\.conv(_transpose)?\dd\(|torch\.convolution|"
@@ -238,24 +239,13 @@ def test_about_half_the_examples_write_kernelbench_constructor_with_defaults(fam
         assert any("output_padding" in _ctor(ex.reference, "Model")[0] for ex in kernelbench)
 
 
-def _load(path, text: str) -> types.ModuleType:
-    """`text` as a module from a file (@triton.jit reads its function's source from one)."""
-    import importlib.util
-
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("family", CONV)
 def test_kernelbench_constructors_build_from_a_prefix_and_from_every_argument(family, tmp_path):
     """ModelNew(*get_init_inputs()) builds, and so does a call passing the defaults of the rest too."""
     examples = [ex for ex in (render_example(family, 0, i) for i in range(20)) if _kernelbench_ctor(ex.reference)]
     assert examples
     for k, ex in enumerate(examples[:4]):
-        ref, sol = _load(tmp_path / f"ref_{k}.py", ex.reference), _load(tmp_path / f"sol_{k}.py", ex.solution)
+        ref, sol = import_source(ex.reference, tmp_path / f"ref_{k}.py"), import_source(ex.solution, tmp_path / f"sol_{k}.py")
         init = list(ref.get_init_inputs())
         names, defaults, _ = _ctor(ex.reference, "Model")
         rest = [ast.literal_eval(d) for d in defaults][len(defaults) - (len(names) - len(init)):]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -17,17 +16,9 @@ from tritonrl_lib.tasks.kb_format import check_kb_source
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "kernelbook"
 sys.path.insert(0, str(FIXTURES))
 import make_fixture  # noqa: E402  (the rows' source of truth)
+from source_modules import import_source
 
 SOURCES = [FIXTURES / "rows.jsonl", FIXTURES / "rows.parquet"]
-
-
-def _import(code: str, name: str, tmp_path: Path):
-    path = tmp_path / f"{name}.py"
-    path.write_text(code)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_fixture_files_are_current_and_have_kernelbooks_columns():
@@ -61,7 +52,7 @@ def test_parquet_and_jsonl_give_the_same_tasks():
 def test_reference_runs_as_kernelbench_with_positional_init_inputs(tmp_path):
     kb = load_kernelbook(SOURCES[0])
     gated = next(t for t in kb.tasks if t.name == "GatedLinear")
-    mod = _import(gated.source, "kb_gated", tmp_path)
+    mod = import_source(gated.source, tmp_path / "kb_gated.py")
     assert mod.get_init_inputs() == [4, 8, True, 0.5]  # kwargs mapped onto the constructor, default filled
     model = mod.Model(*mod.get_init_inputs())
     assert model.gate_scale == 0.5 and model.fc.out_features == 8

@@ -5,14 +5,12 @@ right on the CPU and by the verifier, wrong kernels refused, constructor argumen
 from __future__ import annotations
 
 import ast
-import importlib.util
 import inspect
 import math
 import os
 import re
 import subprocess
 import sys
-import types
 from collections import Counter
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from tritonrl_lib.data.templates import TEMPLATES, level_of_family, render_examp
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.tasks.families import FAMILIES, all_families, category_of
 from tritonrl_lib.tasks.kb_format import check_kb_source
+from source_modules import import_source
 
 NEW = ["gemm_reduce", "gemm_softmax", "conv_channel_reduce", "conv_global_pool", "conv_group_norm"]
 HEAVY = re.compile(r"nn\.(Linear|Conv\dd|ConvTranspose\dd)\(|torch\.(matmul|mm)\(| @ ")
@@ -119,15 +118,6 @@ def test_reductions_forms_and_kernel_shapes_vary():
     assert any("F.conv" in s for s in sols) and any("F.linear(" in s for s in sols)  # heavy bias in the kernel
 
 
-def _module(src: str, path: Path) -> types.ModuleType:
-    """`src` imported from a file (triton.jit reads a kernel's source from its file)."""
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.mark.parametrize("family", NEW)
 def test_constructor_arguments_round_trip(family, tmp_path):
     """ModelNew takes the reference's constructor arguments, in order, and builds the same layers from
@@ -137,8 +127,8 @@ def test_constructor_arguments_round_trip(family, tmp_path):
 
     for index in range(10):
         ex = render_example(family, 0, index)
-        ref = _module(ex.reference, tmp_path / f"ref_{index}.py")
-        sol = _module(ex.solution, tmp_path / f"sol_{index}.py")
+        ref = import_source(ex.reference, tmp_path / f"ref_{index}.py")
+        sol = import_source(ex.solution, tmp_path / f"sol_{index}.py")
         init = ref.get_init_inputs()
         want = list(inspect.signature(ref.Model.__init__).parameters)[1:]
         assert list(inspect.signature(sol.ModelNew.__init__).parameters)[1:] == want and len(init) == len(want)
@@ -288,8 +278,8 @@ def _launches(reference: str, solution: str, tmp_path: Path, tag: str) -> list[t
     kernel is replaced by a recorder, so what is checked is what the launcher would really pass."""
     import torch
 
-    ref = _module(reference, tmp_path / f"ref_{tag}.py")
-    sol = _module(solution, tmp_path / f"sol_{tag}.py")
+    ref = import_source(reference, tmp_path / f"ref_{tag}.py")
+    sol = import_source(solution, tmp_path / f"sol_{tag}.py")
     calls = []
 
     class Recorder:
@@ -412,8 +402,8 @@ def test_published_twins_are_the_same_module_at_kernelbench_sizes(family, tmp_pa
         elif nd == 3:
             assert all(4 <= s <= 64 for s in spatial) and 8 * 16 * 16 <= math.prod(spatial) <= 32 * 64 * 64, where
         # the same constructor arguments and inputs, other values
-        ref_s = _module(ex.reference, tmp_path / f"s_{i}.py")
-        ref_p = _module(ex.published_reference, tmp_path / f"p_{i}.py")
+        ref_s = import_source(ex.reference, tmp_path / f"s_{i}.py")
+        ref_p = import_source(ex.published_reference, tmp_path / f"p_{i}.py")
         init_s, init_p = ref_s.get_init_inputs(), ref_p.get_init_inputs()
         assert [type(v) for v in init_s] == [type(v) for v in init_p], where
         with torch.device("meta"):

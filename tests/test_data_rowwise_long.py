@@ -9,7 +9,6 @@ Triton interpreter on rows spanning several tiles, and send drawn and broken exa
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import os
 import re
@@ -23,6 +22,7 @@ import pytest
 import torch
 
 from tritonrl_lib.data.templates import render_example, rowwise
+from source_modules import import_source
 
 ROW_FAMILIES = [f.family for f in rowwise.FAMILIES]
 REDUCE_ANY_DIM = {f.family for f in rowwise.FAMILIES if f.output == "reduce" and f.dim_param}
@@ -30,15 +30,6 @@ CAP = 8192  # the most elements one program's tile may hold
 LONG = 393_216  # KernelBench's longest published row
 N = 24  # drawn examples per family (index 0 is the house style at small sizes)
 GRID_YZ = 65_535  # CUDA's limit on a grid's second and third dimensions
-
-
-def _module(src: str, path: Path) -> types.ModuleType:
-    """`src` imported from a file (triton.jit reads a kernel's source from its file)."""
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _row_axes(family: str, init: list) -> tuple[int, ...]:
@@ -90,8 +81,8 @@ def _launch_log(ex, tmp_path: Path, published: bool, row_len: int | None = None)
     import triton
 
     tag = f"{ex.family}_{abs(hash((ex.solution, published, row_len)))}"
-    ref = _module(ex.published_reference if published else ex.reference, tmp_path / f"ref_{tag}.py")
-    sol = _module(ex.solution, tmp_path / f"sol_{tag}.py")
+    ref = import_source(ex.published_reference if published else ex.reference, tmp_path / f"ref_{tag}.py")
+    sol = import_source(ex.solution, tmp_path / f"sol_{tag}.py")
     init = ref.get_init_inputs()
     axes = _row_axes(ex.family, init)
     inputs = _meta_inputs(ref, axes, row_len)
@@ -149,7 +140,7 @@ def test_published_prompts_show_long_rows(tmp_path):
             ex = render_example(family, 0, index)
             if not ex.published_reference:
                 continue
-            ref = _module(ex.published_reference, tmp_path / f"ref_{family}_{index}.py")
+            ref = import_source(ex.published_reference, tmp_path / f"ref_{family}_{index}.py")
             init = ref.get_init_inputs()
             x = _meta_inputs(ref, _row_axes(family, init), None)[0]
             axes = _row_axes(family, init)
