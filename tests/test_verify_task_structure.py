@@ -72,6 +72,10 @@ def test_the_seed_sets_transform_negates_and_scales_rows_by_powers_of_two():
     assert bool((ratio < 0).all()) and bool((ratio == ratio[:, :1]).all())  # one factor per row, negative
     k = torch.log2(-ratio[:, 0])
     assert torch.equal(k, k.round()) and bool(((k >= -4) & (k <= 2)).all())
+    for seed in range(20):  # the range's two ends in every draw, the top one in a single row
+        k = torch.log2(-(row_scaled([torch.ones(3, 2)], seed)[0][:, 0]))
+        assert k.max() == 2 and k.min() == -4, (seed, k)
+        assert torch.log2(-(row_scaled([torch.ones(1, 2)], seed)[0][0, 0])) == 2
     assert torch.equal(row_scaled([x], 7, rows=False)[0], -x)  # the fallback when rescaled rows are not finite
     assert torch.equal(row_scaled([x], 7, negate=False, rows=False)[0], x)
 
