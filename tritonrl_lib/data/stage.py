@@ -209,8 +209,9 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
     if gstats.kept < cfg.data.n_sft_examples:
         messages.append(f"only {gstats.kept} of {cfg.data.n_sft_examples} examples passed the verifier "
                         f"(failures: {dict(gstats.failures)})")
-    if gstats.starved_message():
-        messages.append(gstats.starved_message())
+    starved = gstats.starved_message()
+    if starved:
+        messages.append(starved)
     write_jsonl(paths.sft_train, examples)
     split.settings = settings
     split.counts = {"sft_examples": len(examples), "generated": gstats.to_dict(), "kernelbook": kb_summary,
