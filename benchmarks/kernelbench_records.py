@@ -49,7 +49,7 @@ def verdict_record(part: str, key: str, mode: str, task: Any, variant: str, v: A
             "cheat_flags": v.cheat_flags, "verifier_side": verifier_side(v.reason),
             "dropped_sets": dropped_sets(v.notes), "sets_passed": [e["name"] for e in v.errors if e.get("ok")],
             "duration_s": v.duration_s,
-            "phases": {k: x for k, x in v.phases.items() if not k.startswith(("@", "%", "|"))},  # not the trace
+            "phases": {k: x for k, x in v.phases.items() if not k.startswith(("@", "%", "|", "$"))},  # not the trace
             "speedup": v.speedup, "ref_ms": v.ref_time_ms, "cand_ms": v.kernel_time_ms, "review": v.review,
             "notes": v.notes[:12], "cause": error_cause(v.error or ""), "error": (v.error or "")[-1500:],
             "t": round(time.time(), 1), **_trace(v.phases)}
@@ -63,7 +63,8 @@ def _trace(phases: dict[str, Any]) -> dict[str, Any]:
     t0 = phases.get("@job")
     marks = {k[1:]: round(x - t0, 3) for k, x in phases.items()
              if k.startswith("@") and k != "@job" and isinstance(x, (int, float)) and t0 is not None}
-    return {"trace": marks} if marks else {}
+    cpu = {k[1:]: x for k, x in phases.items() if k.startswith("$") and isinstance(x, (int, float))}
+    return {**({"trace": marks} if marks else {}), **({"trace_cpu": cpu} if cpu else {})}
 
 
 def log_chunk(folder: Path, part: str, mode: str, n: int, wall_s: float, device: str) -> None:

@@ -224,13 +224,17 @@ def test_a_traced_verdict_says_when_each_point_was_reached(monkeypatch):
     times = [v.phases[k] for k in order]
     assert times == sorted(times), dict(zip(order, times))
     assert abs((v.phases["@end"] - v.phases["@job"]) - v.duration_s) < 0.05  # one clock for all of them
+    # the child's CPU time at each of its own points: it never decreases, and the reference and candidate
+    # phases of an interpreted relu cost some
+    cpu = [v.phases[f"${k[1:]}"] for k in order if f"${k[1:]}" in v.phases]
+    assert len(cpu) >= 6 and cpu == sorted(cpu) and cpu[-1] > cpu[0] >= 0, cpu
 
 
 def test_an_untraced_verdict_has_no_trace(monkeypatch):
     monkeypatch.delenv("TRITONRL_TRACE", raising=False)
     with VerifierPool(VerifyConfig(timeout_s=60), workers=1, device="cpu", cache=False, progress=False) as pool:
         v = pool.verify(task("relu"), candidate("relu_ok"))
-    assert v.correct and not [k for k in v.phases if k[0] in "@%|"]
+    assert v.correct and not [k for k in v.phases if k[0] in "@%|$"]
 
 
 def test_no_memfd_ahead_is_no_failure(monkeypatch):

@@ -99,8 +99,10 @@ class Child:
                 self.gpu_lock = GpuLock(os.environ["TRITONRL_GPU_LOCK"])
             # Triton's C helper modules come built from the worker, not compiled again here
             native_builds.install(self.ch.request, self.note, around=self.off_gpu)
-        else:
-            torch.set_num_threads(max(1, int(self.job.get("threads", 1))))
+        # this candidate's share of the host's cores on either device: torch's default (every core) let each of
+        # a GPU host's 48 candidates spin 16 threads on its CPU-side copies, and the CPU time that cost was
+        # charged to the candidate (honest KernelBench solutions ended `timeout` with 12 workers per GPU)
+        torch.set_num_threads(max(1, int(self.job.get("threads", 1))))
 
     def gpu_section(self) -> Any:
         """Hold the GPU shared while this process may have work on it (gpu_lock.py)."""
@@ -140,8 +142,10 @@ class Child:
         """With TRITONRL_TRACE set (benchmarks/verifier.py --trace): tell the worker when this point
         was reached (`t`, else now) and how long this process has waited for the GPU lock so far."""
         if self.tracing:
+            used = os.times()  # this process's CPU time, and that of the children it waited for
             self.ch.send({"type": M.MARK, "label": label, "t": time.monotonic() if t is None else t,
-                          "lock_wait": self.gpu_lock.waited_s if self.gpu_lock else 0.0})
+                          "lock_wait": self.gpu_lock.waited_s if self.gpu_lock else 0.0,
+                          "cpu": used.user + used.system + used.children_user + used.children_system})
 
     def sync(self) -> None:
         if self.device == "cuda":

@@ -116,7 +116,8 @@ class Judge:
                 if isinstance(header.get("holds"), list):
                     self._mark_holds(header["holds"])
                 else:
-                    self.mark(str(header.get("label", ""))[:40], header.get("t"), header.get("lock_wait"))
+                    self.mark(str(header.get("label", ""))[:40], header.get("t"), header.get("lock_wait"),
+                              header.get("cpu"))
                 return None
             if kind == M.SETUP_DONE:  # the sandbox's clocks act on it; nothing for the verdict
                 return None
@@ -186,15 +187,18 @@ class Judge:
         except BadOutput as e:
             return self._fail(R.PROTOCOL_ERROR, str(e))
 
-    def mark(self, label: str, t: Any = None, lock_wait: Any = None) -> None:
-        """A point of this candidate's run on the machine's monotonic clock (`@label`) and the GPU
-        lock wait of its process until then (`%label`): a diagnostic, only with TRITONRL_TRACE set
+    def mark(self, label: str, t: Any = None, lock_wait: Any = None, cpu: Any = None) -> None:
+        """A point of this candidate's run on the machine's monotonic clock (`@label`), the GPU lock wait
+        of its process until then (`%label`) and the CPU time it had used (`$label`, its own and its
+        reaped children's): a diagnostic, only with TRITONRL_TRACE set
         (benchmarks/verifier.py --trace). The child's values are for people, never for the verdict."""
-        if not self.tracing or sum(1 for k in self.trace if k[0] != "|") >= 2 * MAX_MARKS:
+        if not self.tracing or sum(1 for k in self.trace if k[0] != "|") >= 3 * MAX_MARKS:
             return
         self.trace[f"@{label}"] = round(float(t), 4) if isinstance(t, (int, float)) else round(time.monotonic(), 4)
         if isinstance(lock_wait, (int, float)):
             self.trace[f"%{label}"] = round(float(lock_wait), 4)
+        if isinstance(cpu, (int, float)):
+            self.trace[f"${label}"] = round(float(cpu), 3)
 
     def _mark_holds(self, holds: list[Any]) -> None:
         """The child's GPU lock holds (TRITONRL_TRACE): `|s3` / `|s3~` = when its fourth hold, shared
