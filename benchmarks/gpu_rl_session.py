@@ -213,8 +213,8 @@ class Session:
         return {"status": res.status, "rounds_or_steps": res.rounds_done}
 
     def eval(self):
-        from tritonrl_lib.model import load as models
-        from tritonrl_lib.eval.run import LazyPool, evaluate_model
+        from tritonrl_lib.model import load as models_io
+        from tritonrl_lib.eval.run import LazyPool, ModelToEval, evaluate_models
         from tritonrl_lib.eval.record import attach_comparison
         from tritonrl_lib.eval.heldout import load_eval_tasks
 
@@ -227,20 +227,21 @@ class Session:
         if self.args.with_base:
             stages.insert(0, ("base", None))
         out_dir = self.root / "eval"
-        pool = LazyPool(self.base_cfg)  # each stage keeps its verdicts as they come: resumable per sample
-        records = {}
+        models = []
+        for stage, folder in stages:
+            if folder is not None and not models_io.checkpoint_complete(folder):
+                self.say(f"eval {stage}: no finished adapter at {folder}; skipped")
+                continue
+            spec = self.base_cfg.model.model if folder is None else str(folder)
+            models.append(ModelToEval(stage, spec, folder, out_dir / f"eval_{stage}.json"))
+        # every model generates first, then all are verified in one pass: the largest problems' tail once
+        pool = LazyPool(self.base_cfg)  # each model keeps its verdicts as they come: resumable per sample
         try:
-            for stage, folder in stages:
-                if folder is not None and not models.checkpoint_complete(folder):
-                    self.say(f"eval {stage}: no finished adapter at {folder}; skipped")
-                    continue
-                spec = self.base_cfg.model.model if folder is None else str(folder)
-                ev = evaluate_model(self.base_cfg, spec, tasks, model_stage=stage, adapter=folder,
-                                    out=out_dir / f"eval_{stage}.json", pool=pool, task_source="heldout",
-                                    progress=True, log=self.say)  # bars in the call's log: a slow stage shows where
-                records[stage] = ev.record
+            evals = evaluate_models(self.base_cfg, models, tasks, pool=pool, task_source="heldout", progress=True,
+                                    log=self.say)  # bars in the call's log: a slow stage shows where
         finally:
             pool.close()
+        records = {e.model_stage: e.record for e in evals if e.record is not None}
         attach_comparison({st: (rec, out_dir / f"eval_{st}.json") for st, rec in records.items()},
                           out_dir / "comparison.json", self.base_cfg.eval.bootstrap_resamples)
         return {"stages": list(records)}

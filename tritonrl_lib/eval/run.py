@@ -1,11 +1,14 @@
 """Evaluation: a model's k samples per task, verified, summarised as an eval record.
 
     evaluate_run(cfg, paths)            base, sft and rl of a run -> eval/eval_<stage>.json each
+    evaluate_models(cfg, models, tasks)  several models: each generates, then all verified in one pass
     evaluate_model(cfg, spec, tasks, ...)  one model (any `load_policy` spec) -> one record
 
 For each model stage: load the policy (base model, or base + the stage's LoRA adapter), write
 `eval_k` completions per task with the same prompt every stage uses (rollout/, batched), free
-the model, then verify every completion in the verifier pool's worker processes. The record
+the model, then verify every completion in the verifier pool's worker processes: the completions of
+all the models evaluated together in one pass, task by task, so the slowest problems (KernelBench's
+largest, each alone on its GPU) are waited for once, not once per model. The record
 (`eval_<stage>.json`) has the source's layout (`model_path`, `num_tasks`, `metrics`,
 `detailed_results`) plus what is needed to trust and reproduce it: seed, task source and ids, k,
 sampling settings, device, wall time, and notes such as "timing skipped: no GPU".
@@ -44,7 +47,7 @@ from ..core.paths import RunPaths
 from ..model.load import explain_oom, load_policy, resolve_device
 from ..rollout import Rollout, task_prompts
 from ..tasks.task import Task
-from ..verify.batch import verify_unique
+from ..verify.batch import VerifyStats, dedupe_key, verify_unique
 from ..verify.cache import VerdictCache
 from .baselines import NOTE_PREFIX, BaselineError, attach_to_record, baselines_for_eval
 from .heldout import load_eval_tasks
@@ -118,10 +121,25 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1f}%"
 
 
+class VerdictFolders:
+    """Verdict caches in several folders read as one (verify/cache.py's keys): a verdict is found in any
+    of them and stored in each, so every model of a joint verification can resume from its own folder."""
+
+    def __init__(self, folders: Sequence[Path]):
+        self.caches = [VerdictCache(f) for f in folders]
+
+    def get(self, key: str):
+        return next((v for v in (c.get(key) for c in self.caches) if v is not None), None)
+
+    def put(self, key: str, verdict) -> None:
+        for c in self.caches:
+            c.put(key, verdict)
+
+
 class LazyPool:
     """Starts the verifier pool on first use, so a fully resumed evaluation starts no workers.
 
-    `keep_verdicts_in(folder)`: the pool it starts (now or later) stores each verdict there as it
+    `keep_verdicts_in(folder or folders)`: the pool it starts (now or later) stores each verdict there as it
     comes in and finds it there again (verify/cache.py's keys and rules), so an evaluation cut off
     mid-verification redoes only what it had not verified (eval/resume.py). With verify.verify_cache
     on the user's own cache serves instead, unless the evaluation is forced. A pool handed in by the
@@ -134,9 +152,10 @@ class LazyPool:
     def _default_cache(self):
         return VerdictCache() if self.cfg.verify.verify_cache else None
 
-    def keep_verdicts_in(self, folder: Path | None, force: bool = False) -> None:
-        use_own = folder is not None and (force or not self.cfg.verify.verify_cache)
-        self._cache = VerdictCache(folder) if use_own else self._default_cache()
+    def keep_verdicts_in(self, folder: Path | Sequence[Path] | None, force: bool = False) -> None:
+        folders = [] if folder is None else [folder] if isinstance(folder, Path) else list(folder)
+        use_own = bool(folders) and (force or not self.cfg.verify.verify_cache)
+        self._cache = VerdictFolders(folders) if use_own else self._default_cache()
         if self.own and self.pool is not None:
             self.pool.cache = self._cache
 
@@ -190,14 +209,24 @@ def score_completions(cfg: RunConfig, tasks: Sequence[Task], completions: Sequen
                                          progress=progress)
     finally:
         lazy.close()
+    return record_of(cfg, tasks, completions, verdicts, vstats, sampling, model_stage=model_stage,
+                     model_path=model_path, task_source=task_source, device=device, verify_started=t1,
+                     started=started, extra=extra, baselines=baselines)
+
+
+def record_of(cfg: RunConfig, tasks: Sequence[Task], completions: Sequence[Sequence[Any]], verdicts: Sequence[Any],
+              vstats: VerifyStats, sampling: EvalSampling, *, model_stage: str, model_path: str, task_source: str,
+              device: str, verify_started: float, started: float | None = None,
+              extra: dict[str, Any] | None = None, baselines: tuple[Any, str | None] | None = None) -> dict[str, Any]:
+    """The eval record of completions and their verdicts (flat, in [task][sample] order)."""
+    now = time.perf_counter()
     record = build_record(model_stage=model_stage, model_path=model_path, tasks=tasks, completions=completions,
                           verdicts=verdicts, sampling=sampling, task_source=task_source or cfg.eval.eval_tasks,
                           device=device_description(device),
-                          wall_s=time.perf_counter() - (started if started is not None else t1),
-                          extra={"verify_wall_s": round(time.perf_counter() - t1, 2), "verify": vstats.to_dict(),
+                          wall_s=now - (started if started is not None else verify_started),
+                          extra={"verify_wall_s": round(now - verify_started, 2), "verify": vstats.to_dict(),
                                  "run": cfg.run_name, "profile": cfg.profile, **(extra or {})},
                           resamples=cfg.eval.bootstrap_resamples)
-
     store, note = baselines if baselines is not None else find_baselines(cfg, device)
     attach_to_record(record, tasks, store, note, cfg.eval.bootstrap_resamples)
     return record
@@ -240,16 +269,65 @@ def twin_record(out: Path, spec: str, fp: dict[str, Any]) -> tuple[str, dict[str
     return None
 
 
+@dataclass
+class ModelToEval:
+    """One model of an evaluation: its stage name, `load_policy` spec, LoRA folder and record path."""
+    model_stage: str
+    spec: str
+    adapter: Path | None = None
+    out: Path | None = None
+
+
+@dataclass
+class _Sampled:
+    """A model whose completions wait for verification."""
+    model: ModelToEval
+    fp: dict[str, Any]
+    resume: Path | None
+    completions: list[list[Any]]
+    gen_stats: dict[str, Any]
+    started: float
+
+
 def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
                    adapter: Path | None = None, out: Path | None = None, pool=None, k: int | None = None,
                    task_source: str = "", force: bool = False, progress: bool = True,
                    log: Callable[[str], None] = print) -> ModelEval:
     """Evaluate one model on `tasks`, write the record to `out` (when given) and return it.
     With `out` holding a record of the same fingerprint (and not `force`), that record is reused."""
+    return evaluate_models(cfg, [ModelToEval(model_stage, spec, adapter, out)], tasks, pool=pool, k=k,
+                           task_source=task_source, force=force, progress=progress, log=log)[0]
+
+
+def evaluate_models(cfg: RunConfig, models: Sequence[ModelToEval], tasks: Sequence[Task], *, pool=None,
+                    k: int | None = None, task_source: str = "", force: bool = False, progress: bool = True,
+                    log: Callable[[str], None] = print) -> list[ModelEval]:
+    """Evaluate several models on the same `tasks`: each writes its completions first (or reuses its
+    record), then all their completions are verified in one pass, task by task. One pass because a
+    KernelBench evaluation's time is its tail (the largest problems, each alone on its GPU): verified
+    one model after another, every model pays that tail; together, once, and a reference phase the
+    pool keeps serves every model's samples of that task. Each model keeps its own record, resume
+    folder (every verdict is stored in each waiting model's folder) and fingerprint."""
     device = resolve_device(cfg.device)
     sampling = eval_sampling(cfg, k)
-    fp = fingerprint(model_stage=model_stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
     baselines = find_baselines(cfg, device)  # before generating: a wrong eval.baselines path fails at once
+    done: list[ModelEval | _Sampled] = [_reuse_or_sample(cfg, m, tasks, sampling, device, baselines, force, progress,
+                                                         log) for m in models]
+    waiting = [d for d in done if isinstance(d, _Sampled)]
+    if waiting:
+        scored = _verify_together(cfg, tasks, waiting, sampling, pool, task_source, device, baselines, force,
+                                  progress, log)
+        done = [scored.pop(0) if isinstance(d, _Sampled) else d for d in done]
+    return done  # type: ignore[return-value]
+
+
+def _reuse_or_sample(cfg: RunConfig, m: ModelToEval, tasks: Sequence[Task], sampling: EvalSampling, device: str,
+                     baselines: tuple[Any, str | None], force: bool, progress: bool,
+                     log: Callable[[str], None]) -> ModelEval | _Sampled:
+    """The model's finished record (its own, or a byte-identical twin's), else its completions: generated now
+    or by an earlier call that was cut off before verifying them."""
+    model_stage, out = m.model_stage, m.out
+    fp = fingerprint(model_stage=model_stage, spec=m.spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
     if out is not None and not force:
         old = read_record(out)
         if old is not None and old.get("fingerprint") == fp:
@@ -260,7 +338,7 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
             else:
                 log(f"{model_stage}: reusing {out} (same model, tasks and settings)")
             return ModelEval(model_stage, "reused", out, old)
-        twin = twin_record(out, spec, fp)
+        twin = twin_record(out, m.spec, fp)
         if twin is not None:
             name, rec = twin
             attach_to_record(rec, tasks, *baselines, cfg.eval.bootstrap_resamples)  # as for its own record
@@ -279,31 +357,67 @@ def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_st
         log(f"{model_stage}: {sum(len(c) for c in completions)} completions generated by an earlier call "
             f"({resume.name}); resuming at verification")
     else:
-        log(f"{model_stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {spec}")
-        completions, gen_stats = sample_model(cfg, spec, tasks, sampling, adapter=adapter, progress=progress,
-                                              log=lambda m: log(f"{model_stage}: {m}"))
+        log(f"{model_stage}: generating {sampling.k} sample(s) for each of {len(tasks)} tasks with {m.spec}")
+        completions, gen_stats = sample_model(cfg, m.spec, tasks, sampling, adapter=m.adapter, progress=progress,
+                                              log=lambda msg: log(f"{model_stage}: {msg}"))
         log(f"{model_stage}: generated in {gen_stats.get('wall_s')} s "
             f"({gen_stats.get('tokens_per_s')} tokens/s, {gen_stats.get('engine')} engine)")
         if partial is not None:
             write_partial(partial, fp, completions, gen_stats)
-    log(f"{model_stage}: verifying {sum(len(c) for c in completions)} completions")
+    return _Sampled(m, fp, resume, [list(cs) for cs in completions], gen_stats, t0)
+
+
+def _verify_together(cfg: RunConfig, tasks: Sequence[Task], waiting: Sequence[_Sampled], sampling: EvalSampling,
+                     pool, task_source: str, device: str, baselines: tuple[Any, str | None], force: bool,
+                     progress: bool, log: Callable[[str], None]) -> list[ModelEval]:
+    """Verify every waiting model's completions in one pass, interleaved task by task (a cut-off leaves
+    each model's same tasks unverified, and a task's samples meet its cached reference together); write
+    each model's record and clear its resume folder."""
+    names = [w.model.model_stage for w in waiting]
+    where: list[tuple[int, int]] = []  # (model, flat index within that model's completions)
+    flat_tasks: list[Task] = []
+    flat_text: list[str] = []
+    offsets = [0] * len(waiting)
+    for t_index, task in enumerate(tasks):
+        for m_index, w in enumerate(waiting):
+            for c in w.completions[t_index]:
+                where.append((m_index, offsets[m_index]))
+                offsets[m_index] += 1
+                flat_tasks.append(task)
+                flat_text.append(c if isinstance(c, str) else c.text)
+    log(f"{' + '.join(names)}: verifying {len(flat_text)} completions" + (" in one pass" if len(waiting) > 1 else ""))
     lazy = pool if isinstance(pool, LazyPool) else LazyPool(cfg) if pool is None else None
-    if lazy is not None and resume is not None:
-        lazy.keep_verdicts_in(verdicts_dir(resume), force=force)
+    folders = [verdicts_dir(w.resume) for w in waiting if w.resume is not None]
+    if lazy is not None and folders:
+        lazy.keep_verdicts_in(folders, force=force)
+    t1 = time.perf_counter()
     try:
-        record = score_completions(cfg, tasks, completions, sampling, model_stage=model_stage, model_path=spec,
-                                   pool=pool if pool is not None else lazy, task_source=task_source, device=device,
-                                   progress=progress, started=t0, extra={"generation": gen_stats, "fingerprint": fp},
-                                   baselines=baselines)
+        verdicts, joint = verify_unique(pool if lazy is None else lazy.get(), flat_tasks, flat_text,
+                                        desc=f"verify {'+'.join(names)}", progress=progress)
     finally:
         if lazy is not None:
             lazy.keep_verdicts_in(None)
             if pool is None:
                 lazy.close()
-    if out is not None:
-        write_record(out, record)
-        clear_resume(out)  # the record holds every completion and verdict now
-    return ModelEval(model_stage, "evaluated", out, record)
+    mine: list[list[Any]] = [[None] * n for n in offsets]
+    for (m_index, i), v in zip(where, verdicts):
+        mine[m_index][i] = v
+    out: list[ModelEval] = []
+    for m_index, w in enumerate(waiting):
+        texts = [c if isinstance(c, str) else c.text for cs in w.completions for c in cs]
+        own = [t for t, cs in zip(tasks, w.completions) for _ in cs]
+        stats = VerifyStats(len(texts), len({dedupe_key(t, x) for t, x in zip(own, texts)}), joint.seconds)
+        extra: dict[str, Any] = {"generation": w.gen_stats, "fingerprint": w.fp}
+        if len(waiting) > 1:
+            extra["verified_with"] = [n for n in names if n != w.model.model_stage]
+        record = record_of(cfg, tasks, w.completions, mine[m_index], stats, sampling,
+                           model_stage=w.model.model_stage, model_path=w.model.spec, task_source=task_source,
+                           device=device, verify_started=t1, started=w.started, extra=extra, baselines=baselines)
+        if w.model.out is not None:
+            write_record(w.model.out, record)
+            clear_resume(w.model.out)  # the record holds every completion and verdict now
+        out.append(ModelEval(w.model.model_stage, "evaluated", w.model.out, record))
+    return out
 
 
 def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Sequence[str] | None = None, *,
@@ -320,22 +434,23 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
     tasks = load_eval_tasks(cfg, paths)
     log(f"evaluating {', '.join(model_stages)} on {len(tasks)} task(s) from {cfg.eval.eval_tasks!r} "
         f"(levels: {', '.join(f'L{l}: {sum(t.level == l for t in tasks)}' for l in sorted({t.level for t in tasks}))})")
-    lazy = LazyPool(cfg, pool)
+    lazy = LazyPool(cfg, pool)  # started only when a model actually needs verifying
     results: list[ModelEval] = []
+    found: list[ModelToEval] = []
+    for model_stage in model_stages:
+        try:
+            spec, adapter = model_of(cfg, paths, model_stage)
+        except MissingCheckpoint as e:
+            log(f"{model_stage}: skipped: {e}")
+            results.append(ModelEval(model_stage, "skipped", None, None, str(e)))
+            continue
+        found.append(ModelToEval(model_stage, spec, adapter, paths.eval_file(model_stage)))
     try:
-        for model_stage in model_stages:
-            try:
-                spec, adapter = model_of(cfg, paths, model_stage)
-            except MissingCheckpoint as e:
-                log(f"{model_stage}: skipped: {e}")
-                results.append(ModelEval(model_stage, "skipped", None, None, str(e)))
-                continue
-            # the pool is started only when a model actually needs verifying
-            results.append(evaluate_model(cfg, spec, tasks, model_stage=model_stage, adapter=adapter,
-                                          out=paths.eval_file(model_stage), pool=lazy, task_source=cfg.eval.eval_tasks,
-                                          force=force, progress=progress, log=log))
+        results += evaluate_models(cfg, found, tasks, pool=lazy, task_source=cfg.eval.eval_tasks, force=force,
+                                   progress=progress, log=log)
     finally:
         lazy.close()
+    results.sort(key=lambda r: model_stages.index(r.model_stage))
     attach_comparison({s.model_stage: (s.record, s.path) for s in results
                        if s.record is not None and s.path is not None},
                       paths.eval_comparison, cfg.eval.bootstrap_resamples)
