@@ -79,11 +79,40 @@ def test_failures_on_the_tiny_set_end_at_the_prescreen(verdicts):
         assert R.side(v.reason) == "candidate"
     assert on["import_error"].reason == R.COMPILE_ERROR and on["raises"].reason == R.RUNTIME_ERROR
     assert on["nan"].reason == R.NAN_OUTPUT and on["wrong_dtype"].reason == R.DTYPE_MISMATCH
-    # wrong values are judged by the full run: the tiny set's tolerance reads the original outputs
+    # wrong values whose error no growth of the tiny set's atol could cover (the full run grows it with the
+    # original outputs' magnitude, at most MAX_ATOL_GROWTH times) end there too
     for name in ("wrong_math", "constant"):
         v = on[name]
-        assert not v.correct and not screened(v) and v.reason.startswith("mismatch:"), (name, v.reason)
-        assert v.phases.get("prescreen_s", 0) > 0
+        assert not v.correct and screened(v) and v.reason == R.mismatch("tiny"), (name, v.reason)
+        assert v.errors[0]["name"] == "tiny" and v.errors[0]["beyond_growth"] is True
+    # and a full run says how much it grew the tiny set's atol, for the pool's later prescreens of the task
+    assert 1.0 <= verdicts["off"]["ok"].phases["tiny_atol_growth"] < 2.0
+
+
+SMALL_OUTPUTS = case("tasks", "relu").replace("return torch.relu(x)", "return torch.relu(x) * 1e-3")
+ZEROS = case("candidates", "adv_constant_output")
+
+
+def test_a_small_error_waits_for_the_growth_the_pool_learns_from_a_full_run():
+    """Zeros for outputs ~1e-3: every value within atol, the whole output 100% off (the norm rule). At the
+    largest atol growth the tiny set could get, zeros would pass that rule, so the first prescreen leaves
+    them to the full run; the full run finds the tiny set's atol barely grows here (x1-2), the pool keeps
+    that, and a later prescreen of the task holds the tiny set to it: the same verdict, without the task's
+    full sizes."""
+    assert SMALL_OUTPUTS != case("tasks", "relu")
+    t = task("relu_small", SMALL_OUTPUTS)
+    with VerifierPool(VerifyConfig(timeout_s=60, prescreen="on", reference_cache_mb=0), workers=1, device="cpu",
+                      cache=False, progress=False) as pool:
+        (first,) = pool.map(t, [ZEROS])
+        (later,) = pool.map(t, [ZEROS.replace("Launches a kernel", "Launches a kernel too")])
+    assert first.reason == later.reason == R.mismatch("tiny") and not first.correct and not later.correct
+    assert not screened(first) and 1.0 <= first.phases["tiny_atol_growth"] < 2.0  # both sets draw randn
+    assert screened(later) and later.errors[0]["beyond_growth"] is True
+    assert "original" not in {e["name"] for e in later.errors}
+    with VerifierPool(VerifyConfig(timeout_s=60, prescreen="off"), workers=1, device="cpu", cache=False,
+                      progress=False) as pool:
+        (full,) = pool.map(t, [ZEROS])
+    assert _summary(full) == _summary(first) == _summary(later)
 
 
 def test_a_prescreen_never_passes_a_candidate(verdicts):
@@ -152,6 +181,14 @@ def test_auto_prescreens_tasks_that_are_expensive_to_start():
 def test_which_prescreen_verdicts_are_final(reason, final):
     assert prescreen_final({"reason": reason, "correct": False}) is final
     assert prescreen_final({"reason": reason, "correct": True}) is False
+
+
+def test_a_tiny_set_mismatch_beyond_any_growth_is_final():
+    beyond = {"reason": R.mismatch("tiny"), "correct": False,
+              "errors": [{"name": "tiny", "ok": False, "beyond_growth": True}]}
+    assert prescreen_final(beyond) is True
+    assert prescreen_final({**beyond, "errors": [{"name": "tiny", "ok": False}]}) is False
+    assert prescreen_final({**beyond, "reason": R.CUDA_ERROR}) is False  # the memory state may decide those
 
 
 @pytest.mark.parametrize("error", ["RuntimeError: CUDA out of memory. Tried to allocate 8.00 GiB",

@@ -174,6 +174,9 @@ class VerifierPool:
         self.restarts = 0
         # workers' records, shared per GPU: as much as the workers' caches hold together
         self._references = PoolStore.for_pool(self.config.reference_cache_mb * self.size, self.host_pools)
+        # per reference phase (task, its settings, seeds): how much its full runs grew the tiny set's atol (judge: tiny_atol_growth), so a later
+        # prescreen of it knows which of its tiny-set mismatches the full run would find too (job.prescreen_final)
+        self._tiny_growth: dict[str, float] = {}
         self.python = sys.executable  # the interpreter workers run in
         # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
         self._seeds = {k: int.from_bytes(os.urandom(4), "little") for k in ("inputs", "other", "range", "timed")}
@@ -359,6 +362,8 @@ class VerifierPool:
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
                     w.longest_s, w.wants_alone, w.alone = None, False, False
                     sent_at[i] = w.job_started
+                    if self._reference_key(job) in self._tiny_growth:
+                        job["tiny_growth"] = self._tiny_growth[self._reference_key(job)]
                     try:
                         self._offer_reference(w, job)
                         # how many wait behind it: workers start spare children only for jobs to come
@@ -411,6 +416,9 @@ class VerifierPool:
                     job, _ = busy.pop(i)
                     verdict = Verdict.from_dict(msg["verdict"])
                     verdict.task_id = verdict.task_id or job["task_id"]
+                    grown = verdict.phases.get("tiny_atol_growth")
+                    if isinstance(grown, (int, float)) and grown >= 1.0:
+                        self._tiny_growth[self._reference_key(job)] = float(grown)
                     verdict.notes = [*job.get("notes", []), *verdict.notes]
                     if os.environ.get("TRITONRL_TRACE"):
                         verdict.phases.update({"@sent": round(sent_at[i], 4), "@back": round(time.monotonic(), 4),

@@ -39,6 +39,7 @@ class Job(_JobFields, total=False):
     budget: dict[str, Any]  # limits.Budget.to_json(): added by the worker for its child
     reference_cache: dict[str, Any]  # the worker's cached reference phase for the child (Entry.child_view)
     collect_reference: bool  # the child also sends its inputs, for the worker's cache
+    tiny_growth: float  # the task's tiny-set atol growth, learnt by the pool from an earlier full run (prescreens)
 
 
 # ---------------------------------------------------------------- pool -> worker

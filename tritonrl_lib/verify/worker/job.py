@@ -224,7 +224,8 @@ def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget:
 
 
 # left to the full run even where they are the candidate's: values held to a standard the full run sets with
-# its other sets (the tiny set's tolerance grows with the original outputs' magnitude), faults that the
+# its other sets (the tiny set's tolerance grows with the original outputs' magnitude; final only where the
+# output fails beyond that growth, learnt or largest: `_beyond_growth`), faults that the
 # process's memory state can decide (a kernel reading out of bounds, a crash), and the protocol (the
 # prescreen's shorter one is the verifier's own)
 NOT_FINAL = (R.MISMATCH, R.CUDA_ERROR, R.CRASH_SIGNAL, R.PROTOCOL_ERROR)
@@ -234,8 +235,16 @@ def prescreen_final(verdict: dict[str, Any]) -> bool:
     """Whether a prescreen's verdict stands: a failure of the candidate's own that repeats on every run and
     does not depend on what the prescreen leaves out (the task's full sizes, the GPU to itself)."""
     reason = str(verdict.get("reason") or "")
+    open_question = R.head(reason) in NOT_FINAL and not (R.head(reason) == R.MISMATCH and _beyond_growth(verdict))
     return reason != R.OK and not verdict.get("correct") and R.side(reason) == "candidate" and R.may_cache(reason) \
-        and R.head(reason) not in NOT_FINAL and not ran_out_of_memory(verdict) and not _library_resources(verdict)
+        and not open_question and not ran_out_of_memory(verdict) and not _library_resources(verdict)
+
+
+def _beyond_growth(verdict: dict[str, Any]) -> bool:
+    """A tiny-set mismatch beyond any tolerance the full run could hold the tiny set to (the judge's
+    `beyond_growth`: at the task's learnt atol growth, or the largest there is): the full run ends there too."""
+    return any(isinstance(e, dict) and e.get("name") == "tiny" and e.get("beyond_growth")
+               for e in verdict.get("errors") or [])
 
 
 def _library_resources(verdict: dict[str, Any]) -> bool:

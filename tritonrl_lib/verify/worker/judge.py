@@ -31,7 +31,7 @@ from ..static import candidate_precision
 from ..verdict import Verdict, stage_index
 from .compare import BadOutput, decode, same_bytes
 from .facts import call_findings, guard_findings
-from .standard import OutputStandard
+from .standard import MAX_ATOL_GROWTH, OutputStandard
 
 if TYPE_CHECKING:
     from ..compilation.native_builds import NativeBuilder
@@ -57,6 +57,11 @@ class Judge:
         self.dot_precision = given if isinstance(given, str) else candidate_precision(str(job.get("code") or ""))
         self.extra_ops = tuple(job.get("extra_ops") or ())
         self.prescreen = bool(job.get("prescreen"))  # the tiny set alone (worker/job.py): never correct
+        # how much the full run grows the tiny set's atol on this task, where the pool learnt it from an earlier
+        # full run (standard.tiny_growth); else the most it can be
+        grown = job.get("tiny_growth")
+        self.tiny_bound = float(grown) if isinstance(grown, (int, float)) and 1.0 <= grown <= MAX_ATOL_GROWTH \
+            else MAX_ATOL_GROWTH
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
         self.tracing = bool(os.environ.get("TRITONRL_TRACE"))
@@ -402,6 +407,8 @@ class Judge:
         reason = bad["reason"]
         entry["reason"] = reason
         entry["detail"] = bad["detail"]
+        if bad.get("beyond_growth"):
+            entry["beyond_growth"] = True  # a prescreen's mismatch the full run would find too (job.prescreen_final)
         where = f"{name} inputs ({ref['inputs']})" + (f", output {bad['output']}" if len(results) > 1 else "")
         if reason == R.MISMATCH:
             reason = R.mismatch(name)
@@ -439,7 +446,8 @@ class Judge:
 
     def _standard(self) -> OutputStandard:
         """What an output is held to (standard.py), over the references received so far."""
-        return OutputStandard(self.refs, self.settings, tf32=self.precision == TF32)
+        return OutputStandard(self.refs, self.settings, tf32=self.precision == TF32,
+                              tiny_bound=self.tiny_bound if self.prescreen else None)
 
     def _gate(self, stage: str) -> str:
         expected = [n for n, r in self.refs.items() if r["stage"] == stage]
@@ -580,6 +588,9 @@ class Judge:
         v.phases = {**self.phases, "worker_s": round(self.worker_s, 3), **self.trace}
         if self.preloaded:
             v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
+        growth = self._standard().tiny_growth() if self.ref_done and not self.prescreen else None
+        if growth is not None:
+            v.phases["tiny_atol_growth"] = round(growth, 6)  # for the pool's later prescreens of this task
         if outcome.prestarted:
             v.phases["prestarted"] = 1.0  # ran in the worker's spare child (spares.Spare)
         return v.to_dict()
