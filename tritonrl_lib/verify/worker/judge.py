@@ -32,13 +32,11 @@ from ..verdict import Verdict, stage_index
 from .compare import BadOutput, decode, same_bytes
 from .facts import call_findings, guard_findings
 from .standard import MAX_ATOL_GROWTH, OutputStandard
+from .trace_marks import add_holds, add_mark
 
 if TYPE_CHECKING:
     from ..compilation.native_builds import NativeBuilder
     from ..sandbox.run import SandboxOutcome
-
-MAX_MARKS = 100  # trace points kept per candidate (TRITONRL_TRACE)
-
 
 class Judge:
     """One candidate's verdict in the making: `on_message` for each frame of its process (the
@@ -193,28 +191,13 @@ class Judge:
             return self._fail(R.PROTOCOL_ERROR, str(e))
 
     def mark(self, label: str, t: Any = None, lock_wait: Any = None, cpu: Any = None) -> None:
-        """A point of this candidate's run on the machine's monotonic clock (`@label`), the GPU lock wait
-        of its process until then (`%label`) and the CPU time it had used (`$label`, its own and its
-        reaped children's): a diagnostic, only with TRITONRL_TRACE set
-        (benchmarks/verifier.py --trace). The child's values are for people, never for the verdict."""
-        if not self.tracing or sum(1 for k in self.trace if k[0] != "|") >= 3 * MAX_MARKS:
-            return
-        self.trace[f"@{label}"] = round(float(t), 4) if isinstance(t, (int, float)) else round(time.monotonic(), 4)
-        if isinstance(lock_wait, (int, float)):
-            self.trace[f"%{label}"] = round(float(lock_wait), 4)
-        if isinstance(cpu, (int, float)):
-            self.trace[f"${label}"] = round(float(cpu), 3)
+        """A point of this candidate's run (trace_marks.py), only with TRITONRL_TRACE set."""
+        if self.tracing:
+            add_mark(self.trace, label, t, lock_wait, cpu)
 
     def _mark_holds(self, holds: list[Any]) -> None:
-        """The child's GPU lock holds (TRITONRL_TRACE): `|s3` / `|s3~` = when its fourth hold, shared
-        ("s") or alone ("a"), began / ended."""
-        if not self.tracing:
-            return
-        for k, h in enumerate(holds[:60]):
-            if isinstance(h, list) and len(h) == 3 and all(isinstance(x, (int, float)) for x in h[1:]):
-                mode = "a" if h[0] == "alone" else "s"
-                self.trace[f"|{mode}{k}"] = round(float(h[1]), 4)
-                self.trace[f"|{mode}{k}~"] = round(float(h[2]), 4)
+        if self.tracing:
+            add_holds(self.trace, holds)
 
     def _fail(self, reason: str, error: str, stage: str | None = None) -> str:
         if self.failure is None:
