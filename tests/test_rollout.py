@@ -461,7 +461,11 @@ def test_an_engine_that_computes_something_else_is_refused_in_half_precision(scr
     gap = lean.check_against(model, ids)
     monkeypatch.setattr(lean_check, "HALF_TOL", min(0.1, gap / 10))
     ok, why = lean_check.lean_agrees(lean, model, ids)
-    assert not ok and "float32 forward" in why and "not rounding" in why, why
+    assert not ok and "float32 forward" in why, why  # 24 times the model's own gap: past the cap
+    # within the cap, the engine built from the float32 model makes the same mistake, and says so
+    monkeypatch.setattr(lean_check, "HALF_CAP_MARGIN", 1000.0)
+    ok, why = lean_check.lean_agrees(lean, model, ids)
+    assert not ok and "not rounding" in why, why
     r = Rollout(model, tok, engine="auto", cuda_graphs=False)
     assert r.engine_name == "hf" and "lean engine not used" in r.note
     monkeypatch.setattr(lean_check, "FP32_ARBITER_MAX_PARAMS", 10)  # too large for a float32 copy: refused
@@ -483,6 +487,32 @@ def test_a_half_precision_gap_past_the_margin_is_settled_by_the_engine_in_float3
     assert ok and "agrees with that model's forward" in why, why
     r = Rollout(model, tok, engine="auto", cuda_graphs=False)
     assert r.engine_name == "lean" and "checked against float32" in r.note
+
+
+def test_a_fault_of_the_half_precision_path_alone_is_refused(scrambled_bf16, monkeypatch):
+    """A float32 engine cannot vouch for a half-precision one that is wrong in half precision only: one
+    projection off in the bf16 engine (24 times the model's own gap) or NaN logits are refused outright."""
+    model, tok, prompts = scrambled_bf16
+    ids = tok(prompts[2], add_special_tokens=False)["input_ids"]
+    for fault in (lambda w: w.mul_(1.5), lambda w: w.fill_(float("nan"))):
+        lean = LeanDecoder(model, use_graphs=False)
+        with torch.no_grad():
+            fault(lean.layers[0]["wo"])
+        monkeypatch.setattr(lean_check, "HALF_TOL", 1e-4)
+        ok, why = lean_check.lean_agrees(lean, model, ids)
+        assert not ok and "float32 forward" in why and "built from the float32 model" not in why, why
+
+
+def test_a_float32_check_that_fails_leaves_sampling_to_model_generate(scrambled_bf16, monkeypatch):
+    model, tok, prompts = scrambled_bf16
+    monkeypatch.setattr(lean_check, "HALF_TOL", 1e-6)
+
+    def out_of_memory(*a, **kw):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(lean_check, "_settled_in_float32", out_of_memory)
+    r = Rollout(model, tok, engine="auto", cuda_graphs=False)
+    assert r.engine_name == "hf" and "float32 check failed" in r.note and "out of memory" in r.note
 
 
 @pytest.mark.gpu
