@@ -183,6 +183,21 @@ def test_which_prescreen_verdicts_are_final(reason, final):
     assert prescreen_final({"reason": reason, "correct": True}) is False
 
 
+def test_a_learnt_growth_is_held_with_a_margin():
+    """References may differ between runs within 1e-3, so may the growth another full run learnt: a prescreen
+    holds the tiny set to 5% more, and a full run reports its growth rounded up, never down."""
+    from tritonrl_lib.verify.settings import JobSettings
+    from tritonrl_lib.verify.worker.judge import GROWTH_MARGIN, Judge
+    from tritonrl_lib.verify.worker.standard import MAX_ATOL_GROWTH
+
+    settings = JobSettings.for_device(VerifyConfig(), "cpu").to_json()
+    job = {"task_id": "t", "settings": settings, "policy": "strict", "prescreen": True}
+    assert GROWTH_MARGIN > 1.0 and Judge({**job, "tiny_growth": 2.0}).tiny_bound == pytest.approx(2.0 * GROWTH_MARGIN)
+    assert Judge({**job, "tiny_growth": MAX_ATOL_GROWTH}).tiny_bound == MAX_ATOL_GROWTH
+    for unknown in (None, 0.5, float("nan"), "3"):  # none learnt (or nonsense): the largest there is
+        assert Judge({**job, "tiny_growth": unknown}).tiny_bound == MAX_ATOL_GROWTH
+
+
 def test_a_tiny_set_mismatch_beyond_any_growth_is_final():
     beyond = {"reason": R.mismatch("tiny"), "correct": False,
               "errors": [{"name": "tiny", "ok": False, "beyond_growth": True}]}

@@ -13,6 +13,7 @@ rejects, on either device) means the candidate did not pass compile: stage "stat
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -38,6 +39,9 @@ if TYPE_CHECKING:
     from ..compilation.native_builds import NativeBuilder
     from ..sandbox.run import SandboxOutcome
 
+GROWTH_MARGIN = 1.05  # on a learnt tiny-set atol growth (a prescreen's bound)
+
+
 class Judge:
     """One candidate's verdict in the making: `on_message` for each frame of its process (the
     sandbox acts on the answer: "go", "stop", "final" or a JSON reply), `finalize` once it ended."""
@@ -56,10 +60,11 @@ class Judge:
         self.extra_ops = tuple(job.get("extra_ops") or ())
         self.prescreen = bool(job.get("prescreen"))  # the tiny set alone (worker/job.py): never correct
         # how much the full run grows the tiny set's atol on this task, where the pool learnt it from an earlier
-        # full run (standard.tiny_growth); else the most it can be
+        # full run (standard.tiny_growth), with a margin: references may differ between runs within 1e-3
+        # (reference_phase), so may the growth; else the most it can be
         grown = job.get("tiny_growth")
-        self.tiny_bound = float(grown) if isinstance(grown, (int, float)) and 1.0 <= grown <= MAX_ATOL_GROWTH \
-            else MAX_ATOL_GROWTH
+        self.tiny_bound = min(float(grown) * GROWTH_MARGIN, MAX_ATOL_GROWTH) \
+            if isinstance(grown, (int, float)) and 1.0 <= grown <= MAX_ATOL_GROWTH else MAX_ATOL_GROWTH
         self.started = time.monotonic()
         self.phases: dict[str, float] = {}
         self.tracing = bool(os.environ.get("TRITONRL_TRACE"))
@@ -573,7 +578,7 @@ class Judge:
             v.phases["reference_cached"] = 1.0  # this worker's copy of the task's reference phase
         growth = self._standard().tiny_growth() if self.ref_done and not self.prescreen else None
         if growth is not None:
-            v.phases["tiny_atol_growth"] = round(growth, 6)  # for the pool's later prescreens of this task
+            v.phases["tiny_atol_growth"] = math.ceil(growth * 1e6) / 1e6  # for the pool's later prescreens: never less
         if outcome.prestarted:
             v.phases["prestarted"] = 1.0  # ran in the worker's spare child (spares.Spare)
         return v.to_dict()
