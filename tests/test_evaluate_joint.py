@@ -103,3 +103,32 @@ def test_a_joint_verification_cut_off_resumes_for_every_model(two_models, monkey
     (pair,) = cached
     same = [(m, r) for m, r in rows if (r["id"], r["completion"]) == pair]
     assert all(any("verdict from cache" in n for n in r["notes"]) for _, r in same)
+
+
+def test_a_model_with_the_weights_of_one_beside_it_reuses_its_record(run_dir, monkeypatch):
+    """An RL run that kept nothing saves SFT's weights again: evaluated together, it is neither generated
+    nor verified again; its record is SFT's, relabelled."""
+    from tritonrl_lib.model import load as models
+
+    cfg = load_config("smoke", overrides={"outputs_dir": str(run_dir), "run": "ev", "eval_tasks": "builtin",
+                                          "num_tasks": 1, "eval_k": 1})
+    paths = cfg.paths.ensure()
+    model, tok = models.load_policy(cfg)
+    models.save_checkpoint(model, tok, paths.checkpoint("sft"), base_model="tiny", extra={"stage": "sft"})
+    models.save_checkpoint(model, tok, paths.checkpoint("rl"), base_model="tiny",
+                           extra={"stage": "rl", "method": "best_of_n", "round": 0})
+    del model
+    generated: list[str] = []
+
+    def fake_sample(cfg_, spec, tasks_, sampling, **kw):
+        generated.append(Path(spec).name)
+        return _made([[format_completion(t.reference_solution or "no code")] for t in tasks_]), {"wall_s": 1.0}
+
+    monkeypatch.setattr(E, "sample_model", fake_sample)
+    res = E.evaluate_run(cfg, paths, ["sft", "rl"], progress=False, log=quiet)
+    assert generated == ["sft"]
+    sft, rl = res.evals
+    assert (sft.status, rl.status) == ("evaluated", "reused") and rl.record["reused_from"] == "sft"
+    assert [r["model_stage"] for r in rl.record["detailed_results"]] == ["rl"] * len(sft.record["detailed_results"])
+    assert [r["reason"] for r in rl.record["detailed_results"]] == [r["reason"] for r in sft.record["detailed_results"]]
+    assert paths.eval_file("rl").is_file()

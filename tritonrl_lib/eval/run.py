@@ -261,12 +261,18 @@ def twin_record(out: Path, spec: str, fp: dict[str, Any]) -> tuple[str, dict[str
             continue
         if weights_identity(str(rec.get("model_path", ""))) != mine:
             continue
-        stage, source = fp["stage"], rec.get("stage", other.stem[5:])
-        rows = [{**r, "model_stage": stage} for r in rec["detailed_results"]]
-        note = f"reused the evaluation of {source} ({rec.get('model_path')}): byte-identical weights"
-        return source, {**rec, "detailed_results": rows, "stage": stage, "model_path": spec, "fingerprint": fp,
-                        "notes": [*rec.get("notes", []), note], "reused_from": source}
+        source = rec.get("stage", other.stem[5:])
+        return source, relabelled(rec, source, spec, fp)
     return None
+
+
+def relabelled(rec: dict[str, Any], source: str, spec: str, fp: dict[str, Any]) -> dict[str, Any]:
+    """`rec` (of model stage `source`) as the record of a model with byte-identical weights (`spec`, `fp`)."""
+    stage = fp["stage"]
+    rows = [{**r, "model_stage": stage} for r in rec["detailed_results"]]
+    note = f"reused the evaluation of {source} ({rec.get('model_path')}): byte-identical weights"
+    return {**rec, "detailed_results": rows, "stage": stage, "model_path": spec, "fingerprint": fp,
+            "notes": [*rec.get("notes", []), note], "reused_from": source}
 
 
 @dataclass
@@ -289,6 +295,15 @@ class _Sampled:
     started: float
 
 
+@dataclass
+class _Twin:
+    """A model whose weights are byte for byte those of a model evaluated beside it (`of`): its record is
+    that one's, relabelled, and it is neither generated nor verified again."""
+    model: ModelToEval
+    fp: dict[str, Any]
+    of: _Sampled
+
+
 def evaluate_model(cfg: RunConfig, spec: str, tasks: Sequence[Task], *, model_stage: str = "custom",
                    adapter: Path | None = None, out: Path | None = None, pool=None, k: int | None = None,
                    task_source: str = "", force: bool = False, progress: bool = True,
@@ -308,24 +323,40 @@ def evaluate_models(cfg: RunConfig, models: Sequence[ModelToEval], tasks: Sequen
     one model after another, every model pays that tail; together, once, and a reference phase the
     pool keeps serves every model's samples of that task. Each model keeps its own record, resume
     folder (every verdict is stored in each waiting model's folder) and fingerprint."""
+    if not models:
+        return []
     device = resolve_device(cfg.device)
     sampling = eval_sampling(cfg, k)
     baselines = find_baselines(cfg, device)  # before generating: a wrong eval.baselines path fails at once
-    done: list[ModelEval | _Sampled] = [_reuse_or_sample(cfg, m, tasks, sampling, device, baselines, force, progress,
-                                                         log) for m in models]
+    done: list[ModelEval | _Sampled | _Twin] = []
+    for m in models:
+        done.append(_reuse_or_sample(cfg, m, tasks, sampling, device, baselines, force, progress, log,
+                                     [d for d in done if isinstance(d, _Sampled)]))
     waiting = [d for d in done if isinstance(d, _Sampled)]
+    evals: dict[int, ModelEval] = {}
     if waiting:
         scored = _verify_together(cfg, tasks, waiting, sampling, pool, task_source, device, baselines, force,
                                   progress, log)
-        done = [scored.pop(0) if isinstance(d, _Sampled) else d for d in done]
-    return done  # type: ignore[return-value]
+        evals = {id(w): e for w, e in zip(waiting, scored)}
+    out: list[ModelEval] = []
+    for d in done:
+        if isinstance(d, _Twin):
+            source = evals[id(d.of)]
+            rec = relabelled(source.record, source.model_stage, d.model.spec, d.fp)
+            if d.model.out is not None:
+                write_record(d.model.out, rec)
+            out.append(ModelEval(d.model.model_stage, "reused", d.model.out, rec))
+        else:
+            out.append(evals[id(d)] if isinstance(d, _Sampled) else d)
+    return out
 
 
 def _reuse_or_sample(cfg: RunConfig, m: ModelToEval, tasks: Sequence[Task], sampling: EvalSampling, device: str,
-                     baselines: tuple[Any, str | None], force: bool, progress: bool,
-                     log: Callable[[str], None]) -> ModelEval | _Sampled:
-    """The model's finished record (its own, or a byte-identical twin's), else its completions: generated now
-    or by an earlier call that was cut off before verifying them."""
+                     baselines: tuple[Any, str | None], force: bool, progress: bool, log: Callable[[str], None],
+                     beside: Sequence[_Sampled] = ()) -> ModelEval | _Sampled | _Twin:
+    """The model's finished record (its own, or a byte-identical twin's), else a model evaluated `beside` it
+    with byte-identical weights, else its completions: generated now or by an earlier call that was cut off
+    before verifying them."""
     model_stage, out = m.model_stage, m.out
     fp = fingerprint(model_stage=model_stage, spec=m.spec, tasks=tasks, sampling=sampling, cfg=cfg, device=device)
     if out is not None and not force:
@@ -346,6 +377,13 @@ def _reuse_or_sample(cfg: RunConfig, m: ModelToEval, tasks: Sequence[Task], samp
             log(f"{model_stage}: its weights are byte for byte those of {name}, evaluated on the same tasks with "
                 f"the same settings: {name}'s record reused as {out.name}, not generated again")
             return ModelEval(model_stage, "reused", out, rec)
+    mine = weights_identity(m.spec) if beside else None
+    twin = next((b for b in beside if mine is not None and _same_work(b.fp, fp)
+                 and weights_identity(b.model.spec) == mine), None)
+    if twin is not None:
+        log(f"{model_stage}: its weights are byte for byte those of {twin.model.model_stage}, evaluated beside it: "
+            "its record will be that one's, not generated again")
+        return _Twin(m, fp, twin)
     t0 = time.perf_counter()
     resume = resume_dir(out, fp) if out is not None else None
     if resume is not None and force:
