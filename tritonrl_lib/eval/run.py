@@ -328,10 +328,17 @@ def evaluate_models(cfg: RunConfig, models: Sequence[ModelToEval], tasks: Sequen
     device = resolve_device(cfg.device)
     sampling = eval_sampling(cfg, k)
     baselines = find_baselines(cfg, device)  # before generating: a wrong eval.baselines path fails at once
+    hashed: dict[str, str | None] = {}  # each folder's weights hashed once, however many models it is compared with
+
+    def identity(spec: str) -> str | None:
+        if spec not in hashed:
+            hashed[spec] = weights_identity(spec)
+        return hashed[spec]
+
     done: list[ModelEval | _Sampled | _Twin] = []
     for m in models:
         done.append(_reuse_or_sample(cfg, m, tasks, sampling, device, baselines, force, progress, log,
-                                     [d for d in done if isinstance(d, _Sampled)]))
+                                     [d for d in done if isinstance(d, _Sampled)], identity))
     waiting = [d for d in done if isinstance(d, _Sampled)]
     evals: dict[int, ModelEval] = {}
     if waiting:
@@ -353,7 +360,8 @@ def evaluate_models(cfg: RunConfig, models: Sequence[ModelToEval], tasks: Sequen
 
 def _reuse_or_sample(cfg: RunConfig, m: ModelToEval, tasks: Sequence[Task], sampling: EvalSampling, device: str,
                      baselines: tuple[Any, str | None], force: bool, progress: bool, log: Callable[[str], None],
-                     beside: Sequence[_Sampled] = ()) -> ModelEval | _Sampled | _Twin:
+                     beside: Sequence[_Sampled] = (), identity: Callable[[str], str | None] = weights_identity
+                     ) -> ModelEval | _Sampled | _Twin:
     """The model's finished record (its own, or a byte-identical twin's), else a model evaluated `beside` it
     with byte-identical weights, else its completions: generated now or by an earlier call that was cut off
     before verifying them."""
@@ -377,9 +385,9 @@ def _reuse_or_sample(cfg: RunConfig, m: ModelToEval, tasks: Sequence[Task], samp
             log(f"{model_stage}: its weights are byte for byte those of {name}, evaluated on the same tasks with "
                 f"the same settings: {name}'s record reused as {out.name}, not generated again")
             return ModelEval(model_stage, "reused", out, rec)
-    mine = weights_identity(m.spec) if beside else None
-    twin = next((b for b in beside if mine is not None and _same_work(b.fp, fp)
-                 and weights_identity(b.model.spec) == mine), None)
+    mine = identity(m.spec) if beside else None
+    twin = next((b for b in beside if mine is not None and _same_work(b.fp, fp) and identity(b.model.spec) == mine),
+                None)
     if twin is not None:
         log(f"{model_stage}: its weights are byte for byte those of {twin.model.model_stage}, evaluated beside it: "
             "its record will be that one's, not generated again")

@@ -174,8 +174,8 @@ class VerifierPool:
         self.restarts = 0
         # workers' records, shared per GPU: as much as the workers' caches hold together
         self._references = PoolStore.for_pool(self.config.reference_cache_mb * self.size, self.host_pools)
-        # per reference phase (task, its settings, seeds): how much its full runs grew the tiny set's atol (judge: tiny_atol_growth), so a later
-        # prescreen of it knows which of its tiny-set mismatches the full run would find too (job.prescreen_final)
+        # per reference phase (task, its settings, seeds): how much its full runs grew the tiny set's atol (judge:
+        # tiny_atol_growth), so a later prescreen of it knows which tiny-set mismatches the full run would find too
         self._tiny_growth: dict[str, float] = {}
         self.python = sys.executable  # the interpreter workers run in
         # the input sets' seeds: drawn per pool, never published, so no answer can be prepared for them
