@@ -20,7 +20,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -40,11 +39,11 @@ from .policy import resolve_policy
 from .sandbox import messages as M
 from .sandbox.gpu_lock import lock_path
 from .sandbox.limits import HOST_GPUS_ENV, HOST_POOLS_ENV, host_memory_bytes, host_pools
-from .sandbox.processes import kill_tree
 from .settings import JobSettings
 from .static import static_check
 from .verdict import Verdict
 from .worker.reference_cache import PoolStore, cache_key, recv_fds, send_record
+from .worker_stop import stop_workers
 
 STARTUP_TIMEOUT_S = 180.0  # importing torch + triton on a loaded machine
 RESULT_GRACE_S = 60.0  # beyond the candidate timeout, before a silent worker is declared lost
@@ -247,11 +246,13 @@ class VerifierPool:
                     bar.update(1)
         except BaseException:
             # interrupted (Ctrl-C, an error in a callback): workers still busy with this batch would
-            # answer into the next one, so they go, with whatever they were running
-            for w in self._slots:
-                if w is not None and w.job_index is not None:
-                    self._stop_worker(w, graceful=False)
-                    self._slots[w.slot] = None
+            # answer into the next one, so they go, with whatever they were running (all together:
+            # one after another, 12 GPU workers took minutes); slots freed after, so a second Ctrl-C
+            # mid-stop leaves the rest to close()
+            busy = [w for w in self._slots if w is not None and w.job_index is not None]
+            stop_workers(busy)
+            for w in busy:
+                self._slots[w.slot] = None
             raise
         finally:
             if bar is not None:
@@ -266,14 +267,7 @@ class VerifierPool:
             self._references.close()
         workers = [w for w in self._slots if w is not None]
         self._slots = [None] * self.size
-        for w in workers:  # ask every idle worker to stop first, so they wind down in parallel
-            if w.job_index is None and w.proc.poll() is None:
-                try:
-                    w.conn.send({"type": M.STOP})
-                except (OSError, ValueError):
-                    pass
-        for w in workers:
-            self._stop_worker(w, graceful=w.job_index is None)
+        stop_workers(workers, graceful=lambda w: w.job_index is None)  # idle ones are asked first
 
     def __enter__(self) -> "VerifierPool":
         return self
@@ -513,7 +507,7 @@ class VerifierPool:
         """Replace a dead or stuck worker; its job gets a verdict (or goes back in the queue if it
         never started)."""
         code = w.proc.poll()
-        self._stop_worker(w, graceful=False)
+        stop_workers([w])
         self._slots[w.slot] = None
         self.restarts += 1
         i, w.job_index = w.job_index, None
@@ -564,27 +558,3 @@ class VerifierPool:
             env["CUDA_VISIBLE_DEVICES"] = ""
             env["TRITON_INTERPRET"] = "1"
         return env
-
-    def _stop_worker(self, w: _Worker, graceful: bool) -> None:
-        if graceful and w.proc.poll() is None:
-            try:
-                w.conn.send({"type": M.STOP})
-                w.proc.wait(timeout=5)
-            except (OSError, ValueError, BrokenPipeError, subprocess.TimeoutExpired):
-                pass
-        for stop, wait_s in ((w.proc.terminate, 3.0), (w.proc.kill, 10.0)):  # SIGTERM lets it clean up
-            if w.proc.poll() is None:
-                stop()
-                try:
-                    w.proc.wait(timeout=wait_s)
-                except subprocess.TimeoutExpired:
-                    pass
-        # whatever the worker's candidate left behind (its own session) goes too
-        if w.child_pid:
-            kill_tree(w.child_pid, sids=(w.child_pid,), grace_s=5.0, reap=False)
-        if w.base_dir and os.path.basename(w.base_dir).startswith("tritonrl-verify-"):
-            shutil.rmtree(w.base_dir, ignore_errors=True)
-        try:
-            w.conn.close()
-        except OSError:
-            pass
