@@ -106,6 +106,9 @@ class RLConfig:
     overlap_chunks: int = 2  # generation in this many chunks, each verified while the next one generates (1 = none)
     train_task_scale: int = 1  # RL's training tasks with their batch-like input sizes divided by this (prompt and
     # reward alike; train/rl/reward_tasks.py); evaluation keeps the tasks' own sizes. 1 = the tasks as they are
+    train_task_max_mb: int = 0  # and further, until one input set (inputs, outputs, intermediates; weights apart)
+    # holds at most this many MB, measured on the meta device (0 = no cap): KernelBench's sizes at /4 still
+    # held up to 4.6 GB a set, and such candidates take the GPU one at a time
 
 
 @dataclass
@@ -353,6 +356,8 @@ def validate(cfg: RunConfig) -> None:
     for path in positive:
         if _get(cfg, path) < 1:
             raise ConfigError(f"{'.'.join(path)} must be at least 1, got {_get(cfg, path)}")
+    if cfg.rl.train_task_max_mb < 0:
+        raise ConfigError(f"rl.train_task_max_mb must be 0 (no cap) or a size in MB, got {cfg.rl.train_task_max_mb}")
     if not 0 <= cfg.verify.cuda_connections <= 32:
         raise ConfigError(f"verify.cuda_connections={cfg.verify.cuda_connections} must lie between 0 (the "
                           "driver's default) and 32")

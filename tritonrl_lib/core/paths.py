@@ -32,6 +32,8 @@ class RunPaths:
     def tasks_manifest(self) -> Path: return self.data_dir / "tasks.jsonl"
     @property
     def kernelbench_split(self) -> Path: return self.data_dir / "kernelbench_split.json"  # data.kernelbench
+    @property
+    def rl_train_sizes(self) -> Path: return self.data_dir / "rl_train_sizes.json"  # rl.train_task_max_mb's measurements
 
     # checkpoints: one name per model stage, used by every step (the source lost its RL run to
     # `rl_best_of_n` vs `rl_final`)

@@ -38,7 +38,7 @@ from ...verify.batch import training_verify_config
 from .best import read_best
 from .distributed import SINGLE, Ranks
 from .log import read_rl_log
-from .reward_tasks import tasks_for_training
+from .reward_tasks import tasks_for_training, training_sizes_note
 from .start import pool_by_level, select_rl_tasks, start_adapter
 
 
@@ -107,7 +107,10 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
     t_start = time.perf_counter()
     paths = (paths or cfg.paths).ensure()
     start = start_adapter(paths)
-    train_tasks = tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale)
+    train_tasks = tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale,
+                                     cfg.rl.train_task_max_mb, cache=paths.rl_train_sizes)
+    if cfg.rl.train_task_max_mb:
+        say(training_sizes_note(train_tasks, cfg.rl.train_task_max_mb))
     fp = fingerprint(cfg, method, start, [t.id for t in train_tasks], world=ranks.world)
     ranks.agree(fp, "the run's fingerprint")
     resuming = ranks.from_main(lambda: prepare_state(paths, method, fp, force, say))
@@ -166,6 +169,8 @@ def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str
     rl["method"] = method
     if method != "best_of_n" or not rl["replay_ratio"]:
         del rl["replay_ratio"]  # only best-of-N replays: off, runs fingerprinted before it existed still resume
+    if not rl["train_task_max_mb"]:
+        del rl["train_task_max_mb"]  # no cap: runs fingerprinted before it existed still resume
     train = {k: getattr(cfg.sft, k) for k in ("per_device_batch_size", "grad_accum_steps", "max_seq_len", "packing")}
     if world > 1:  # only then: one process's fingerprint is as before, so its runs written then still resume
         train["world"] = world
