@@ -107,8 +107,10 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
     t_start = time.perf_counter()
     paths = (paths or cfg.paths).ensure()
     start = start_adapter(paths)
-    train_tasks = tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale,
-                                     cfg.rl.train_task_max_mb, cache=paths.rl_train_sizes)
+    # rank 0 alone measures the tasks against the cap (every rank probing at once would share the cores N ways)
+    train_tasks = ranks.from_main(lambda: tasks_for_training(
+        select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale, cfg.rl.train_task_max_mb,
+        cache=paths.rl_train_sizes))
     if cfg.rl.train_task_max_mb:
         say(training_sizes_note(train_tasks, cfg.rl.train_task_max_mb))
     fp = fingerprint(cfg, method, start, [t.id for t in train_tasks], world=ranks.world)
