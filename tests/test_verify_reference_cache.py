@@ -13,7 +13,8 @@ import pytest
 from tritonrl_lib.core.config import VerifyConfig
 from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.sandbox import shared_blobs
-from tritonrl_lib.verify.pool import VerifierPool, _next_job, _Worker
+from tritonrl_lib.verify.job_order import next_job
+from tritonrl_lib.verify.pool import VerifierPool, _Worker
 from tritonrl_lib.verify.worker.reference_cache import ReferenceCache, cache_key
 
 pytestmark = pytest.mark.skipif(not shared_blobs.supported(), reason="needs memfd and descriptor passing")
@@ -251,6 +252,10 @@ def test_the_key_is_the_task_and_the_settings_its_reference_phase_reads():
     for other in ({**job, "task_source": "y"}, {**job, "device": "cuda"},
                   {**job, "settings": {"num_variations": 2}}):
         assert cache_key(other) != cache_key(job)
+
+
+def _next_job(pending, w, others=(), recorded=lambda job: False, alone=()):
+    return next_job(pending, w.tasks, [o.tasks for o in others if o is not w], recorded, alone)
 
 
 def test_a_free_worker_takes_the_next_job_of_a_task_it_ran():

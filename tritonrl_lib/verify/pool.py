@@ -27,7 +27,7 @@ import threading
 import time
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from . import reasons as R
 from ..core.config import RunConfig, VerifyConfig, gpu_available
@@ -35,6 +35,7 @@ from ..tasks.task import Task
 from .cache import VerdictCache
 from .candidate.runtime_checks import without_malloc_tcache
 from .extract import extract_code
+from .job_order import next_job
 from .policy import resolve_policy
 from .sandbox import messages as M
 from .sandbox.gpu_lock import lock_path
@@ -107,31 +108,6 @@ class _Worker:
     alone: bool = False  # it has the GPU to itself (nothing else is handed out there until its result)
 
 
-AFFINITY_TASKS = 64  # tasks remembered per worker when choosing its next job
-
-
-def _next_job(pending: collections.deque, w: _Worker, others: Sequence[_Worker] = (),
-              recorded: Callable[[M.Job], bool] = lambda job: False
-              ) -> tuple[int, M.Job, str | None]:
-    """The first pending job of a task this worker ran lately or whose reference phase the pool
-    holds (`recorded`: either way the worker skips it, reference_cache.py), else the first of a task
-    no other worker ran lately (whoever takes it runs its reference phase anyway), else the first
-    pending job; order of results is kept by index, so only the order of work changes."""
-    pick = next((n for n, item in enumerate(pending)
-                 if item[1]["task_source"] in w.tasks or recorded(item[1])), None)
-    if pick is None:
-        theirs = [o.tasks for o in others if o is not w]
-        pick = next((n for n, item in enumerate(pending)
-                     if not any(item[1]["task_source"] in t for t in theirs)), 0)
-    item = pending[pick]
-    del pending[pick]
-    w.tasks[item[1]["task_source"]] = True  # the most recent of the tasks it ran
-    w.tasks.move_to_end(item[1]["task_source"])
-    while len(w.tasks) > AFFINITY_TASKS:
-        w.tasks.popitem(last=False)
-    return item
-
-
 def workers_per_gpu_for_cores(gpus: int, cores: int | None = None) -> int:
     """workers_per_gpu=0: as many workers per GPU as the host's cores feed (a candidate's compile is
     CPU work; four cores per GPU stay for the trainer and the workers' spares), between 4 and 16."""
@@ -160,6 +136,7 @@ class VerifierPool:
         self._threads = max(1, (os.cpu_count() or 1) // (self.size * self.host_pools))
         self._slots: list[_Worker | None] = [None] * self.size
         self._start_failures = 0
+        self._alone_tasks: set[str] = set()  # task sources whose jobs asked for their GPU alone
         self.progress = progress
         if cache is None:
             cache = self.config.verify_cache
@@ -350,8 +327,8 @@ class VerifierPool:
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
                 if w.job_index is None:
-                    i, job, key = _next_job(pending, w, [o for o in self._slots if o is not None],
-                                            lambda job, w=w: self._recorded(w, job))
+                    i, job, key = next_job(pending, w.tasks, [o.tasks for o in self._slots if o is not None and o is not w],
+                                           lambda job, w=w: self._recorded(w, job), self._alone_tasks)
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
                     w.longest_s, w.wants_alone, w.alone = None, False, False
@@ -395,6 +372,8 @@ class VerifierPool:
                         w.job_started = time.monotonic()
                 elif kind == M.EXCLUSIVE:
                     w.wants_alone = True
+                    if w.job_index in busy:  # its task's other jobs wait until nothing else is left (job_order.py)
+                        self._alone_tasks.add(busy[w.job_index][0]["task_source"])
                 elif kind == M.REFERENCE:
                     try:
                         self._keep_reference(w, msg)

@@ -1,0 +1,146 @@
+"""The order in which the pool hands out jobs: a task whose jobs need their GPU (or host) alone waits until
+the shared work is handed out (verify/job_order.py), and only the order changes, never a verdict.
+
+The pool is the real one; its workers are stand-ins speaking the worker protocol over the same socket
+pairs (a real worker would need a task too large for this machine's memory to ask for its host alone)."""
+
+from __future__ import annotations
+
+import collections
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+
+import pytest
+
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.tasks.task import Task
+from tritonrl_lib.verify.job_order import next_job
+from tritonrl_lib.verify.pool import VerifierPool, _Worker
+from tritonrl_lib.verify.sandbox import messages as M
+from tritonrl_lib.verify.verdict import Verdict
+
+CODE = "```python\nimport torch\nclass ModelNew(torch.nn.Module):\n    pass\n```"
+
+
+def _pending(sources) -> collections.deque:
+    return collections.deque((i, {"task_source": src}, None) for i, src in enumerate(sources))
+
+
+def test_jobs_of_a_task_that_needs_its_gpu_alone_wait_for_the_shared_ones():
+    mine = collections.OrderedDict(big=True)  # this worker just ran big: its reference phase is kept
+    pending = _pending(["big", "s", "big", "t", "big", "u"])
+    order = [next_job(pending, mine, (), alone={"big"})[0] for _ in range(6)]
+    assert order == [1, 3, 5, 0, 2, 4]  # s, t, u first whatever the affinity; then the large jobs in order
+    assert not pending
+
+
+def test_without_a_large_task_the_order_is_the_affinity_one():
+    mine: collections.OrderedDict = collections.OrderedDict()
+    pending = _pending("abab")
+    assert [next_job(pending, mine)[0] for _ in range(4)] == [0, 2, 1, 3]
+
+
+def test_among_large_jobs_alone_the_affinity_rules_still_hold():
+    mine, theirs = collections.OrderedDict(), [collections.OrderedDict(x=True)]
+    pending = _pending("xyxy")
+    # only large jobs are left: y (nobody's) before x (the other worker's), then y again (its own now)
+    assert [next_job(pending, mine, theirs, alone={"x", "y"})[0] for _ in range(2)] == [1, 3]
+
+
+class _StandInWorkers:
+    """Workers that answer every job after `run_s`, asking for the host alone first for task `big`;
+    they record what they were handed and how many jobs ran at once whenever a large one ran."""
+
+    def __init__(self, run_s: float = 0.05):
+        self.run_s = run_s
+        self.handed: list[str] = []
+        self.running = 0
+        self.alone_breaches = 0
+        self.lock = threading.Lock()
+        self.sleepers: list[subprocess.Popen] = []
+
+    def start(self, pool: VerifierPool, slot: int) -> _Worker:
+        ours, theirs = socket.socketpair()
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+        self.sleepers.append(proc)  # what the pool signals when it stops the worker
+        threading.Thread(target=self._serve, args=(Connection(theirs.detach()),), daemon=True).start()
+        return _Worker(slot, proc, Connection(ours.detach()))
+
+    def _serve(self, conn: Connection) -> None:
+        conn.send({"type": M.READY})
+        try:
+            while True:
+                msg = conn.recv()
+                if msg.get("type") == M.STOP:
+                    return
+                if msg.get("type") != M.JOB:
+                    continue  # reference records offered ahead: nothing to keep here
+                job = msg["job"]
+                big = job["task_id"].startswith("big")
+                with self.lock:
+                    self.handed.append(job["task_id"])
+                if big:
+                    conn.send({"type": M.EXCLUSIVE})
+                    while conn.recv().get("type") != M.EXCLUSIVE_GO:
+                        pass
+                with self.lock:
+                    self.running += 1
+                    if big and self.running > 1:
+                        self.alone_breaches += 1
+                time.sleep(self.run_s)
+                with self.lock:
+                    if self.running > 1 and big:
+                        self.alone_breaches += 1
+                    self.running -= 1
+                verdict = Verdict(task_id=job["task_id"], stage="full", correct=True, reason="ok", reward=1.0)
+                conn.send({"type": M.RESULT, "id": msg["id"], "verdict": verdict.to_dict()})
+        except (EOFError, OSError):
+            return
+
+    def close(self) -> None:
+        for p in self.sleepers:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
+@pytest.fixture
+def stand_ins(monkeypatch):
+    workers = _StandInWorkers()
+    monkeypatch.setattr(VerifierPool, "_start_worker", lambda pool, slot: workers.start(pool, slot))
+    yield workers
+    workers.close()
+
+
+def _task(name: str) -> Task:
+    return Task(id=name, name=name, level=1, source=f"# task {name}\n")
+
+
+def test_the_pool_hands_out_a_large_tasks_jobs_after_the_shared_ones(stand_ins, monkeypatch):
+    from tritonrl_lib.verify import pool as pool_module
+
+    picks: list[tuple[str, list[str]]] = []  # (what was handed out, what was still pending then)
+
+    def recording(pending, *args, **kwargs):
+        item = next_job(pending, *args, **kwargs)
+        picks.append((item[1]["task_id"], [p[1]["task_id"] for p in pending]))
+        return item
+
+    monkeypatch.setattr(pool_module, "next_job", recording)
+    names = ["big_0", "s_1", "s_2", "big_3", "s_4", "s_5", "big_6", "s_7", "s_8"]
+    tasks = [_task("big") if n.startswith("big") else _task(n) for n in names]
+    with VerifierPool(VerifyConfig(), workers=2, device="cpu", progress=False) as pool:
+        verdicts = pool.map(tasks, [CODE] * len(names), static=False)
+    assert [v.correct for v in verdicts] == [True] * len(names)  # every verdict, in the caller's order
+    assert [v.task_id for v in verdicts] == ["big" if n.startswith("big") else n for n in names]
+    bigs = [left for handed, left in picks if handed == "big"]
+    assert len(picks) == len(names) and len(bigs) == 3
+    # the first large job is met where it stands (nothing says yet that it needs the host alone); once it
+    # has asked, the other two are handed out only when no shared job is left
+    assert any(t != "big" for t in bigs[0])
+    assert all(t == "big" for left in bigs[1:] for t in left)
+    assert stand_ins.alone_breaches == 0  # and every large job ran with nothing beside it
