@@ -193,6 +193,8 @@ class Session:
         shutil.copy2(self.base.split, paths.split)  # the same split: the same training tasks
         if self.base.kernelbench_split.is_file():  # and the same KernelBench train part
             shutil.copy2(self.base.kernelbench_split, paths.kernelbench_split)
+        if self.base.rl_train_sizes.is_file() and not paths.rl_train_sizes.is_file():
+            shutil.copy2(self.base.rl_train_sizes, paths.rl_train_sizes)  # measured once (here or ahead), shared
         if method == "best_of_n" and cfg.rl.replay_ratio > 0:  # replay reads the SFT corpus
             shutil.copy2(self.base.sft_train, paths.sft_train)
         if not models.checkpoint_complete(paths.sft_checkpoint) or \
