@@ -47,6 +47,31 @@ def test_a_large_task_runs_alone_with_room_for_its_data():
     assert 2 * 8 * GIB <= b.reference_bytes <= 0.4 * HOST
 
 
+def test_a_task_too_large_for_one_share_takes_as_many_as_it_needs():
+    # a Level-2 convolution's size: 2 GiB in, 1 GiB out, 6 GiB of intermediates, on an H100 at 12 workers
+    b = Budget.for_task(fp(2, 1, work_gib=6), SETTINGS, "cuda", GPU, HOST, sharers=12)
+    share = 0.9 * GPU / 12
+    assert b.exclusive and 1 < b.shares < 12  # more than its own share, less than the GPU
+    assert b.need_bytes + GIB <= b.shares * share < b.need_bytes + GIB + share  # as few as hold it
+    assert b.gpu_fraction == pytest.approx(0.9 * b.shares / 12)
+    # its reference outputs: its shares' part of the host's 40%, room for every set it runs
+    assert b.reference_bytes == pytest.approx(0.4 * HOST * b.shares / 12 - 2 * b.larger_growth * GIB, rel=1e-6)
+    alone = Budget.for_task(fp(2, 1, work_gib=6), SETTINGS, "cuda", GPU, HOST, sharers=1)
+    assert (b.skip_sets, b.larger_factor, b.timed_checks) == (alone.skip_sets, alone.larger_factor,
+                                                            alone.timed_checks)  # the same sets as alone
+
+
+def test_a_task_whose_references_fill_the_host_takes_the_gpu_alone():
+    # 6 GiB out: alone it may hold 0.4 x 128 GiB of reference outputs and leaves later sets out; fewer
+    # shares would leave out more, so it keeps the GPU (and its host room) to itself, as before shares
+    b = Budget.for_task(fp(6, 6), SETTINGS, "cuda", GPU, HOST, sharers=12)
+    assert b.exclusive and b.shares == 12 and b.gpu_fraction == pytest.approx(0.9)
+    assert b.reference_bytes == int(0.4 * HOST - 2 * 6 * GIB * b.larger_growth)
+    # on a host with memory to spare the same task needs fewer shares: only the GPU's memory counts
+    big_host = Budget.for_task(fp(6, 6), SETTINGS, "cuda", GPU, 2000 * GIB, sharers=12)
+    assert big_host.shares < 12 and big_host.need_bytes + GIB <= big_host.shares * 0.9 * GPU / 12
+
+
 def test_a_task_that_cannot_fit_says_so_with_its_sizes():
     b = Budget.for_task(fp(60, 40), SETTINGS, "cuda", GPU, HOST, sharers=4)
     assert b.too_large and "GiB" in b.too_large and "80.0 GiB" in b.too_large
@@ -198,7 +223,7 @@ def get_init_inputs():
 H200 = int(139.8 * GIB)  # what torch reports of an H200: 0.9 x it / 4 workers = the 31.46 GiB the issue names
 
 
-def test_kernelbench_published_sizes_run_alone_where_a_share_would_run_out():
+def test_kernelbench_published_sizes_take_more_shares_where_one_would_run_out():
     # issue 31: with 4 workers on one H200 (31.46 GiB each) L1 47_Sum ran out drawing its range set, and
     # 96_HuberLoss in its timing; with 12 (10.49 GiB each) L2 56_Matmul_Sigmoid_Sum in its worker
     sum8, huber, gemm = measure(SUM_8GIB), measure(HUBER_8GIB), measure(GEMM_4GIB_WEIGHT)
@@ -208,9 +233,10 @@ def test_kernelbench_published_sizes_run_alone_where_a_share_would_run_out():
     for fp_, sharers in ((sum8, 4), (sum8, 12), (huber, 12), (gemm, 12)):
         b = Budget.for_task(fp_, SETTINGS, "cuda", H200, 2000 * GIB, sharers)
         share = 0.9 * H200 / sharers
-        assert not b.too_large and b.exclusive and b.gpu_fraction > 0.5, (fp_, sharers)
-        assert b.need_bytes > share - GIB  # it would not have fit the share: the reason it runs alone
-        assert b.need_bytes <= 0.9 * H200 and not b.skip_sets
+        assert not b.too_large and b.exclusive and 1 < b.shares <= sharers, (fp_, sharers)
+        assert b.need_bytes > share - GIB  # it would not have fit one share: the reason it takes more
+        assert b.need_bytes <= b.shares * share - GIB  # and its shares hold it
+        assert b.gpu_fraction == pytest.approx(0.9 * b.shares / sharers) and not b.skip_sets
     # the 8 GiB input's draws, as the candidate phase holds them: the range set's inputs beside the same set
     # drawn again (the inputs-unchanged check) pass a 31.46 GiB share once fragmentation is counted
     assert sum8.input_bytes + sum8.draw_peak("range") + sum8.largest_block > 0.9 * H200 / 4 - GIB

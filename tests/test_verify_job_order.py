@@ -52,14 +52,19 @@ def test_among_large_jobs_alone_the_affinity_rules_still_hold():
 
 
 class _StandInWorkers:
-    """Workers that answer every job after `run_s`, asking for the host alone first for task `big`;
-    they record what they were handed and how many jobs ran at once whenever a large one ran."""
+    """Workers that answer every job after `run_s`, asking for the host alone first for task `big` and
+    for two shares of it for tasks named `mid...`; they record what they were handed, how many jobs ran
+    at once whenever a large one ran, the most shares in use at once and the most `mid` jobs at once."""
 
     def __init__(self, run_s: float = 0.05):
         self.run_s = run_s
         self.handed: list[str] = []
         self.running = 0
         self.alone_breaches = 0
+        self.shares_in_use = 0
+        self.most_shares = 0
+        self.mids = 0
+        self.most_mids = 0
         self.lock = threading.Lock()
         self.sleepers: list[subprocess.Popen] = []
 
@@ -80,22 +85,29 @@ class _StandInWorkers:
                 if msg.get("type") != M.JOB:
                     continue  # reference records offered ahead: nothing to keep here
                 job = msg["job"]
-                big = job["task_id"].startswith("big")
+                big, mid = job["task_id"].startswith("big"), job["task_id"].startswith("mid")
+                shares = 4 if big else 2 if mid else 1  # the pools below have 4 workers
                 with self.lock:
                     self.handed.append(job["task_id"])
-                if big:
-                    conn.send({"type": M.EXCLUSIVE})
+                if big or mid:
+                    conn.send({"type": M.EXCLUSIVE, **({"shares": 2} if mid else {})})
                     while conn.recv().get("type") != M.EXCLUSIVE_GO:
                         pass
                 with self.lock:
                     self.running += 1
+                    self.mids += mid
+                    self.most_mids = max(self.most_mids, self.mids)
+                    self.shares_in_use += shares
+                    self.most_shares = max(self.most_shares, self.shares_in_use)
                     if big and self.running > 1:
                         self.alone_breaches += 1
-                time.sleep(self.run_s)
+                time.sleep(self.run_s * (6 if mid else 1))
                 with self.lock:
                     if self.running > 1 and big:
                         self.alone_breaches += 1
                     self.running -= 1
+                    self.mids -= mid
+                    self.shares_in_use -= shares
                 verdict = Verdict(task_id=job["task_id"], stage="full", correct=True, reason="ok", reward=1.0)
                 conn.send({"type": M.RESULT, "id": msg["id"], "verdict": verdict.to_dict()})
         except (EOFError, OSError):
@@ -144,3 +156,15 @@ def test_the_pool_hands_out_a_large_tasks_jobs_after_the_shared_ones(stand_ins, 
     assert any(t != "big" for t in bigs[0])
     assert all(t == "big" for left in bigs[1:] for t in left)
     assert stand_ins.alone_breaches == 0  # and every large job ran with nothing beside it
+
+
+def test_jobs_that_need_some_shares_run_together_while_their_shares_fit(stand_ins):
+    # four workers: two jobs of two shares each fill the host; a job of all shares waits for both
+    names = ["mid_a", "mid_b", "mid_c", "s_1", "mid_d", "s_2", "big", "s_3"]
+    tasks = [_task(n) for n in names]
+    with VerifierPool(VerifyConfig(), workers=4, device="cpu", progress=False) as pool:
+        verdicts = pool.map(tasks, [CODE] * len(names), static=False)
+    assert [v.task_id for v in verdicts] == names and all(v.correct for v in verdicts)
+    assert stand_ins.most_mids == 2  # two two-share jobs at once: never one at a time, never three
+    assert stand_ins.most_shares <= 4  # never more shares in use than the host has workers
+    assert stand_ins.alone_breaches == 0

@@ -7,17 +7,18 @@ Two things decide it:
   lately (reference_cache.py), and the pool can hand it a record another worker of its GPU made: such
   a job is cheaper for it than any other, so it goes first. A task no other worker ran lately comes
   next (whoever takes it runs its reference phase anyway), and only then another worker's task.
-- **Jobs that need their GPU alone go last.** A job whose task is too large to share the GPU asks for
-  it alone (limits.Budget.exclusive): nothing more is handed out on that GPU until every job there has
-  ended and it has run (pool._grant_alone). Handed out among shared jobs, each such job first drains
-  the GPU, its other workers idle while the longest running job ends, then runs by itself. 35 of the
-  70 held-out KernelBench problems of the `gpu` profile need an H100 alone at its 12 workers (their
-  footprints' budgets), and in that evaluation on two H200s the pass slowed to one candidate every
-  10-40 s wherever their jobs came up, the shared jobs queued behind them waiting as well. Once any
-  job of a task has asked (`alone`:
-  the pool records it), that task's other jobs wait until no other work is left: the shared work
-  runs in parallel first, then the large jobs back to back, one drain each at most, and a pass cut
-  off by its time limit leaves the large tasks unverified instead of half of every level.
+- **Jobs that need more than their share of the GPU go last.** A job whose task is too large for a
+  worker's share asks for as many shares as it needs, or the GPU alone (limits.Budget.exclusive and
+  shares): nothing more is handed out on that GPU until the jobs running there leave them free
+  (pool._grant_alone). Handed out among shared jobs, each such job first drains the GPU, its other
+  workers idle while the longest running job ends, then runs with few or no others. 35 of the
+  70 held-out KernelBench problems of the `gpu` profile are too large for a share of an H100 at its
+  12 workers (their footprints' budgets), and in that evaluation on two H200s the pass slowed to one
+  candidate every 10-40 s wherever their jobs came up, the shared jobs queued behind them waiting as
+  well. Once any job of a task has asked (`alone`: the pool records it), that task's other jobs wait
+  until no other work is left: the shared work runs in parallel first, then the large jobs together
+  as their shares allow, and a pass cut off by its time limit leaves the large tasks unverified
+  instead of half of every level.
 """
 
 from __future__ import annotations

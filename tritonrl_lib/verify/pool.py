@@ -104,8 +104,9 @@ class _Worker:
     tasks: collections.OrderedDict = dataclasses.field(default_factory=collections.OrderedDict)  # recent sources
     ref_keys: set = dataclasses.field(default_factory=set)  # what its reference cache holds (reference_cache.py)
     longest_s: float | None = None  # the longest its job may take (limits.Limits.longest_s, from the worker)
-    wants_alone: bool = False  # its job's task is too big to share the GPU: it waits for the GPU to itself
-    alone: bool = False  # it has the GPU to itself (nothing else is handed out there until its result)
+    wants_alone: bool = False  # its job's task is too big for one share of the GPU: it waits for `shares`
+    alone: bool = False  # it holds them (jobs there are handed out only while the shares held leave room)
+    shares: int = 1  # the worker shares of its GPU its job asked for (limits.Budget.shares; all: the GPU alone)
 
 
 def workers_per_gpu_for_cores(gpus: int, cores: int | None = None) -> int:
@@ -331,7 +332,7 @@ class VerifierPool:
                                            lambda job, w=w: self._recorded(w, job), self._alone_tasks)
                     busy[i] = (job, key)
                     w.job_index, w.job_started, w.child_pid = i, time.monotonic(), None
-                    w.longest_s, w.wants_alone, w.alone = None, False, False
+                    w.longest_s, w.wants_alone, w.alone, w.shares = None, False, False, 1
                     sent_at[i] = w.job_started
                     if self._reference_key(job) in self._tiny_growth:
                         job["tiny_growth"] = self._tiny_growth[self._reference_key(job)]
@@ -370,8 +371,11 @@ class VerifierPool:
                     if isinstance(msg.get("longest_s"), (int, float)):
                         w.longest_s = float(msg["longest_s"])
                         w.job_started = time.monotonic()
-                elif kind == M.EXCLUSIVE:
-                    w.wants_alone = True
+                elif kind == M.EXCLUSIVE:  # (again, for the GPU alone, after a run in fewer shares ran out of memory)
+                    w.wants_alone, w.alone = True, False
+                    capacity = self._capacity(w)
+                    asked = msg.get("shares")
+                    w.shares = min(capacity, max(1, asked)) if isinstance(asked, int) and asked > 0 else capacity
                     if w.job_index in busy:  # its task's other jobs wait until nothing else is left (job_order.py)
                         self._alone_tasks.add(busy[w.job_index][0]["task_source"])
                 elif kind == M.REFERENCE:
@@ -386,6 +390,7 @@ class VerifierPool:
                     i = w.job_index
                     w.job_index = None
                     w.wants_alone = w.alone = False
+                    w.shares = 1
                     job, _ = busy.pop(i)
                     verdict = Verdict.from_dict(msg["verdict"])
                     verdict.task_id = verdict.task_id or job["task_id"]
@@ -415,29 +420,46 @@ class VerifierPool:
     # ---------------------------------------------------------------- a GPU to itself
 
     def _reserved(self, w: _Worker) -> bool:
-        """Whether nothing may be handed to idle worker `w`: a job of its GPU waits for (or has) it alone."""
-        scope = self._scope(w)
-        return any(o is not None and o is not w and o.job_index is not None and (o.wants_alone or o.alone)
-                   and self._scope(o) == scope for o in self._slots)
+        """Whether nothing may be handed to idle worker `w`: a job of its GPU waits for shares of it, or
+        the shares held there leave none for one more job."""
+        others = self._busy_beside(w)
+        if any(o.wants_alone and not o.alone for o in others):
+            return True
+        return self._shares_held(others) + 1 > self._capacity(w)
 
     def _grant_alone(self) -> None:
-        """Give a waiting job its GPU once every other job there has ended (one at a time per GPU)."""
+        """Give a waiting job its shares of its GPU once the jobs still running there leave them free (all
+        of them: once every other job there has ended); waiting jobs go in slot order."""
         for w in self._slots:
             if w is None or w.job_index is None or not w.wants_alone or w.alone:
                 continue
-            scope = self._scope(w)
-            others = [o for o in self._slots if o is not None and o is not w and o.job_index is not None
-                      and self._scope(o) == scope]
-            if any(o.alone for o in others) or any(not o.wants_alone for o in others):
-                continue
-            if any(o.wants_alone and o.slot < w.slot for o in others):
+            others = self._busy_beside(w)
+            if any(o.wants_alone and not o.alone and o.slot < w.slot for o in others):
                 continue  # the first waiter goes first
+            if self._shares_held(others) + w.shares > self._capacity(w):
+                continue
             try:
                 w.conn.send({"type": M.EXCLUSIVE_GO})
             except (OSError, ValueError):
                 continue
             w.alone = True
             w.job_started = time.monotonic()
+
+    def _busy_beside(self, w: _Worker) -> list[_Worker]:
+        """The other workers of `w`'s GPU (or of the host, on the CPU) with a job."""
+        scope = self._scope(w)
+        return [o for o in self._slots if o is not None and o is not w and o.job_index is not None
+                and self._scope(o) == scope]
+
+    @staticmethod
+    def _shares_held(workers: Sequence[_Worker]) -> int:
+        """The shares these jobs hold: a granted one its `shares`, one waiting for them none (it runs
+        nothing meanwhile), any other its worker's one."""
+        return sum(o.shares if o.alone else 0 if o.wants_alone else 1 for o in workers)
+
+    def _capacity(self, w: _Worker) -> int:
+        """The shares of `w`'s GPU: its workers (on the CPU, the pool's)."""
+        return self._gpu_ids.count(self._gpu_ids[w.slot]) if self.device == "cuda" else self.size
 
     # ---------------------------------------------------------------- reference phases shared
 

@@ -1,8 +1,9 @@
 """What a candidate may use: time, memory, processes, file size, bytes sent, its share of the GPU.
 
 A job's `Budget` follows its task's measured footprint (footprint.py) and the machine: the GPU memory
-its process may take (a share of the GPU, or the whole of it when the task is too big to share:
-`exclusive`, the pool then runs nothing else on that GPU meanwhile), the host memory and file size it
+its process may take (a worker's share of the GPU; when the task is too big for one, `exclusive`, as many
+shares as it needs, `shares`, the GPU's other jobs then holding no more than the rest; all of them, the GPU
+alone, where fewer would leave input sets out for the host's memory), the host memory and file size it
 needs for its outputs, how much larger the other-size input set may be, how long the reference phase
 may take, and whether the task fits the machine at all (`too_large`, said up front with the sizes).
 
@@ -73,6 +74,7 @@ class Budget:
     timed_checks: int = TIMED_CHECKS + 1  # the timed calls whose outputs are checked (fresh sets of their own)
     need_bytes: int = 0  # the device memory the job's peak needs (memory_need), for people
     larger_growth: float = 0.0  # how much larger the other-size set's tensors are (0: larger_factor)
+    shares: int = 1  # the worker shares of its GPU the job holds (its own; more when exclusive, all: alone)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -122,7 +124,9 @@ class Budget:
                                       f"{_gib(need)} of GPU memory ({_sizes(fp)}); this GPU has {_gib(total)}, "
                                       f"of which a candidate may use {_gib(alone)}")
             exclusive, factor, skip, checks, need = plan
-            room = alone if exclusive else share
+            shares = _shares(fp, need, share, sharers, host, factor, [n for n in wanted if n not in skip], checks) \
+                if exclusive else 1
+            room = alone if shares >= sharers else share * shares
             fraction = room / total
         else:
             room = 0.5 * host
@@ -135,6 +139,7 @@ class Budget:
                 return cls._too_large(fp, settings, f"its input sets need more memory than this machine's "
                                       f"{_gib(host)} ({_sizes(fp)})")
             exclusive, factor, skip, checks, need = plan
+            shares = max(1, sharers) if exclusive else 1  # on the CPU a large task has the host to itself
             fraction = 0.0
         biggest_out = fp.output_bytes * fp.grown(factor)
         # on a GPU the host holds outputs on their way to the worker, and both models' weights, which
@@ -148,8 +153,7 @@ class Budget:
         # the worker holds every set's reference outputs (host memory files) while the candidate runs:
         # past what the host can give this job, later input sets are left out (never the original and
         # range), with a note, rather than the machine killing the worker
-        host_room = HOST_REFERENCE_SHARE * host / (1 if exclusive else max(1, sharers))
-        ref_bytes = max(int(host_room - 2 * biggest_out), 2 * fp.output_bytes)
+        ref_bytes = _reference_room(fp, host, shares, sharers, biggest_out)
         notes = [] if fp.complete else [fp.note]
         if skip or factor < min(LARGER_FACTORS):
             left = ", ".join(skip) if skip else ""
@@ -158,7 +162,7 @@ class Budget:
                          + (f"{left} left out, " if left else "") + f"other size x{factor:g}, "
                          f"{checks} timed call(s) checked")
         return cls(fraction, exclusive, memory_mb,
-                   reference_bytes=ref_bytes,
+                   reference_bytes=ref_bytes, shares=shares,
                    file_size_bytes=max(FILE_SIZE_LIMIT, int(2 * biggest_out) + (64 << 20)),
                    transfer_bytes=max(GIB, 4 * (memory_mb << 20),
                                       int(3 * fp.output_bytes * (6 + fp.grown(factor) + checks))),
@@ -172,6 +176,35 @@ class Budget:
     def _too_large(cls, fp: Footprint, settings: JobSettings, why: str) -> Budget:
         return cls(0.0, True, int(settings.memory_limit_mb), FILE_SIZE_LIMIT, GIB, 1.0, float(settings.timeout_s),
                    False, too_large=f"the task does not fit this machine: {why}")
+
+
+def _reference_room(fp: Footprint, host: float, shares: int, sharers: int, biggest_out: float) -> int:
+    """The host memory a job of `shares` of its GPU's `sharers` shares may fill with reference outputs: its
+    part of HOST_REFERENCE_SHARE of the host (all of it alone), less the outputs on their way, at least two
+    sets' (the original and range sets are never left out)."""
+    room = HOST_REFERENCE_SHARE * host * min(shares, max(1, sharers)) / max(1, sharers)
+    return max(int(room - 2 * biggest_out), 2 * fp.output_bytes)
+
+
+def _shares(fp: Footprint, need: float, share: float, sharers: int, host: float, factor: float,
+            sets: list[str], checks: int) -> int:
+    """How many worker shares of its GPU a job too large for one holds: enough for its device memory
+    (`need`, with the CUDA context), and for its reference outputs in host memory, so it runs every
+    input set it would run alone; all of them (the GPU alone) where fewer cannot promise that. The pool
+    runs jobs of a GPU together while their shares add up to at most its workers (pool._grant_alone):
+    on an H100 at 12 workers a Level-2 convolution needing 15 GB takes 3 shares, four at once, where
+    taking the GPU alone ran them one at a time."""
+    sharers = max(1, sharers)
+    biggest_out = fp.output_bytes * fp.grown(factor)
+    # every set's reference outputs held at once (the other size grown, the timed checks', the dtype set's
+    # float32 alternative beside its own), and half as much again: an overestimate only costs concurrency
+    held = 1.5 * (fp.output_bytes * (len(sets) + checks + ("dtype" in sets)) + biggest_out)
+    if held > _reference_room(fp, host, sharers, sharers, biggest_out):
+        return sharers  # alone it leaves sets out for the host's sake: the same sets, so alone
+    for k in range(max(2, -(-int(need + CONTEXT_BYTES) // max(1, int(share)))), sharers):
+        if _reference_room(fp, host, k, sharers, biggest_out) >= held:
+            return k
+    return sharers
 
 
 # optional input sets, left out in this order where the task would not fit the device with them

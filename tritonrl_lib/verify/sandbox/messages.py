@@ -70,7 +70,7 @@ class ReferenceMessage(TypedDict, total=False):
 READY = "ready"  # once, at start: torch and triton imported, CUDA untouched
 FAILED = "failed"  # once, instead of READY: the worker cannot start (the pool puts its job back)
 LIMITS = "limits"  # the job's limits are known: how long the pool waits for its result
-EXCLUSIVE = "exclusive"  # the task is too large to share its GPU: hand nothing else there (EXCLUSIVE_GO)
+EXCLUSIVE = "exclusive"  # the task needs more than one share of its GPU ("shares": how many; none: all of it)
 STARTED = "started"  # the job's child process exists (killed with the worker if it dies)
 RESULT = "result"  # the job's verdict
 

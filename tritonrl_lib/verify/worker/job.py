@@ -77,11 +77,12 @@ def job_budget(job: M.Job, settings: Any) -> Budget:
                            sharers)
 
 
-def ask_exclusive(conn: Any) -> bool:
-    """Ask the pool for this worker's GPU (or host) to itself and wait until it says so: the pool stops
-    handing out work there and answers once every other job there has ended. False if it cannot."""
+def ask_exclusive(conn: Any, shares: int | None = None) -> bool:
+    """Ask the pool for `shares` worker shares of this worker's GPU (None: all of it, or the host on the
+    CPU) and wait until it says so: the pool stops handing out work there and answers once the jobs
+    still running there leave that many shares free (limits.Budget.shares). False if it cannot."""
     try:
-        conn.send({"type": M.EXCLUSIVE})
+        conn.send({"type": M.EXCLUSIVE, **({"shares": int(shares)} if shares else {})})
         while True:
             msg = conn.recv()
             if isinstance(msg, dict) and msg.get("type") == M.EXCLUSIVE_GO:
@@ -161,24 +162,25 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         judge.phases["prescreen_passed"] = float(screened.get("reason") == R.OK)
     limits = Limits.for_job(s, job["device"], budget)
     _send_limits(conn, limits)
-    if budget.exclusive and conn is not None and not ask_exclusive(conn):
+    if budget.exclusive and conn is not None and not ask_exclusive(conn, budget.shares):
         return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
                        error="the pool did not give this task's GPU to it alone").to_dict()
     # the child times the reference with TF32 allowed by the judge's precision (never reading the code itself)
     job = {**job, "budget": budget.to_json(), "precision": judge.dot_precision}
     verdict = _run_once(job, base_dir, conn, queued, judge, limits, budget)
-    if ran_out_of_memory(verdict) and job["device"] == "cuda" and not budget.exclusive and gpu_sharers() > 1 \
+    if ran_out_of_memory(verdict) and job["device"] == "cuda" and budget.shares < gpu_sharers() \
             and conn is not None:
-        # the budget's model of the task fell short of what this run held: never a verdict of the share's
+        # the budget's model of the task fell short of what this run held: never a verdict of the shares'
         # size, the job runs again with the GPU to itself
-        alone = dataclasses.replace(budget, exclusive=True, gpu_fraction=GPU_MEMORY_FRACTION)
+        alone = dataclasses.replace(budget, exclusive=True, shares=gpu_sharers(), gpu_fraction=GPU_MEMORY_FRACTION)
         if ask_exclusive(conn):
             job = {**job, "budget": alone.to_json()}
             first = verdict.get("reason")
             verdict = _run_once(job, base_dir, conn, queued, _new_judge(job, base_dir), limits, alone)
             verdict.setdefault("notes", []).append(
-                f"ran again with the GPU to itself: the first run ran out of GPU memory in this worker's share "
-                f"({budget.gpu_fraction:.0%} of the GPU; it ended {first})")
+                f"ran again with the GPU to itself: the first run ran out of GPU memory in this worker's "
+                f"{'share' if budget.shares == 1 else f'{budget.shares} shares'} ({budget.gpu_fraction:.0%} of the "
+                f"GPU; it ended {first})")
             budget = alone
     review = float(s.speedup_review)
     if verdict.get("correct") and isinstance(verdict.get("speedup"), (int, float)) and verdict["speedup"] > review:
@@ -206,7 +208,7 @@ def _prescreen(job: M.Job, base_dir: str, conn: Any, queued: int | None, budget:
     (`prescreen_final`: a failure of the candidate's own that the full run, drawing the same tiny set
     first, would end on too) it says so; anything else is left to the full run (run_job): a prescreen
     never passes anything."""
-    small = dataclasses.replace(budget, exclusive=False, cacheable_inputs=False,
+    small = dataclasses.replace(budget, exclusive=False, shares=1, cacheable_inputs=False,
                                 gpu_fraction=GPU_MEMORY_FRACTION / max(1, gpu_sharers())
                                 if job["device"] == "cuda" else 0.0,
                                 reference_s=min(budget.reference_s, float(judge.settings.timeout_s)))
