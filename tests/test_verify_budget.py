@@ -5,6 +5,7 @@ CPU and extrapolated, within the footprint's estimate."""
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 
 import pytest
@@ -49,16 +50,68 @@ def test_a_large_task_runs_alone_with_room_for_its_data():
 
 def test_a_task_too_large_for_one_share_takes_as_many_as_it_needs():
     # a Level-2 convolution's size: 2 GiB in, 1 GiB out, 6 GiB of intermediates, on an H100 at 12 workers
-    b = Budget.for_task(fp(2, 1, work_gib=6), SETTINGS, "cuda", GPU, HOST, sharers=12)
     share = 0.9 * GPU / 12
-    assert b.exclusive and 1 < b.shares < 12  # more than its own share, less than the GPU
-    assert b.need_bytes + GIB <= b.shares * share < b.need_bytes + GIB + share  # as few as hold it
-    assert b.gpu_fraction == pytest.approx(0.9 * b.shares / 12)
-    # its reference outputs: its shares' part of the host's 40%, room for every set it runs
+    # on a host with memory to spare, as few shares as hold its device memory
+    roomy = Budget.for_task(fp(2, 1, work_gib=6), SETTINGS, "cuda", GPU, 2000 * GIB, sharers=12)
+    assert roomy.exclusive and 1 < roomy.shares < 12  # more than its own share, less than the GPU
+    assert roomy.need_bytes + GIB <= roomy.shares * share < roomy.need_bytes + GIB + share
+    assert roomy.gpu_fraction == pytest.approx(0.9 * roomy.shares / 12)
+    # on a 128 GiB host more, for its reference outputs (its shares' part of the host's 40%), still fewer than all
+    b = Budget.for_task(fp(2, 1, work_gib=6), SETTINGS, "cuda", GPU, HOST, sharers=12)
+    assert roomy.shares <= b.shares < 12 and b.gpu_fraction == pytest.approx(0.9 * b.shares / 12)
     assert b.reference_bytes == pytest.approx(0.4 * HOST * b.shares / 12 - 2 * b.larger_growth * GIB, rel=1e-6)
     alone = Budget.for_task(fp(2, 1, work_gib=6), SETTINGS, "cuda", GPU, HOST, sharers=1)
     assert (b.skip_sets, b.larger_factor, b.timed_checks) == (alone.skip_sets, alone.larger_factor,
                                                             alone.timed_checks)  # the same sets as alone
+
+
+def _sets_sent(b: Budget, out: int, half: bool, tiny_shrinks: bool) -> list[str]:
+    """The input sets whose reference outputs a reference phase under `b` sends, in its order (tiny,
+    original, the variations, the timed checks), each admitted by the real ReferencePhase.room_for."""
+    import types
+
+    from tritonrl_lib.verify.candidate.reference_phase import ReferencePhase
+
+    phase = object.__new__(ReferencePhase)
+    phase.budget, phase.child = b, types.SimpleNamespace(note=lambda text: None)
+    copies = 2 if half else 1  # a half-precision set's float32-accumulated alternative travels too
+    phase.sent_bytes = (int(0.001 * out) if tiny_shrinks else out) * copies + out * copies  # tiny, original
+    phase.original_out_bytes = out
+    sent = []
+    for name in VARIATION_ORDER[1:SETTINGS.num_variations]:
+        if name != "range" and not phase.room_for(name):
+            continue
+        sent.append(name)
+        grown = (b.larger_growth or b.larger_factor) if name == "larger" else 1.0
+        phase.sent_bytes += (2 * out if half else out) if name == "dtype" else int(grown * out * copies)
+    for k in range(b.timed_checks):
+        if not phase.room_for("timed"):
+            break
+        sent.append(f"timed:{k}")
+        phase.sent_bytes += out * copies
+    return sent
+
+
+def test_a_job_in_several_shares_sends_every_set_the_gpu_alone_would():
+    # the host room of a job's shares must hold what the GPU alone would send: half-precision outputs (sent
+    # twice), a tiny set left at the task's sizes, every variation and timed check, over a grid of sizes
+    checked = 0
+    for out_mib in range(256, 4096, 160):
+        for work_gib in (2, 6, 16):
+            for in_gib in (0.5, 2):
+                f = fp(in_gib, out_mib / 1024, work_gib=work_gib)
+                b = Budget.for_task(f, SETTINGS, "cuda", GPU, HOST, sharers=12)
+                if b.too_large or not b.exclusive or b.shares >= 12:
+                    continue
+                alone = dataclasses.replace(b, reference_bytes=Budget.for_task(f, SETTINGS, "cuda", GPU, HOST,
+                                                                               sharers=1).reference_bytes)
+                for half in (False, True):
+                    for tiny_shrinks in (False, True):
+                        out = f.output_bytes
+                        assert _sets_sent(b, out, half, tiny_shrinks) == _sets_sent(alone, out, half, tiny_shrinks), \
+                            (out_mib, work_gib, in_gib, half, tiny_shrinks, b.shares)
+                        checked += 1
+    assert checked >= 40  # the grid does reach jobs of several shares
 
 
 def test_a_task_whose_references_fill_the_host_takes_the_gpu_alone():

@@ -168,3 +168,103 @@ def test_jobs_that_need_some_shares_run_together_while_their_shares_fit(stand_in
     assert stand_ins.most_mids == 2  # two two-share jobs at once: never one at a time, never three
     assert stand_ins.most_shares <= 4  # never more shares in use than the host has workers
     assert stand_ins.alone_breaches == 0
+
+
+class _GpuStandIns(_StandInWorkers):
+    """Stand-ins on the GPUs of `gpu_ids` (slot -> GPU): `big` asks for its GPU alone, `mid` for 2 shares,
+    `oom` for 2 shares and then, as after running out of memory there, for the GPU alone. They record the
+    most shares in use on each GPU (a GPU's shares: its workers) and the most large jobs running at once."""
+
+    def __init__(self, gpu_ids: list[str]):
+        super().__init__(run_s=0.1)
+        self.gpu_ids = gpu_ids
+        self.capacity = {g: gpu_ids.count(g) for g in gpu_ids}
+        self.in_use = collections.Counter()
+        self.most_in_use = collections.Counter()
+        self.large_running = 0
+        self.most_large = 0
+        self.reruns_alone = 0
+
+    def start(self, pool: VerifierPool, slot: int) -> _Worker:
+        ours, theirs = socket.socketpair()
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+        self.sleepers.append(proc)
+        threading.Thread(target=self._serve_gpu, args=(Connection(theirs.detach()), self.gpu_ids[slot]),
+                         daemon=True).start()
+        return _Worker(slot, proc, Connection(ours.detach()))
+
+    def _hold(self, conn: Connection, gpu: str, shares: int, asked: int | None) -> None:
+        conn.send({"type": M.EXCLUSIVE, **({"shares": asked} if asked else {})})
+        while conn.recv().get("type") != M.EXCLUSIVE_GO:
+            pass
+        with self.lock:
+            self.in_use[gpu] += shares
+            self.most_in_use[gpu] = max(self.most_in_use[gpu], self.in_use[gpu])
+            self.large_running += 1
+            self.most_large = max(self.most_large, self.large_running)
+        time.sleep(self.run_s)
+        with self.lock:
+            self.in_use[gpu] -= shares
+            self.large_running -= 1
+
+    def _serve_gpu(self, conn: Connection, gpu: str) -> None:
+        conn.send({"type": M.READY})
+        try:
+            while True:
+                msg = conn.recv()
+                if msg.get("type") == M.STOP:
+                    return
+                if msg.get("type") != M.JOB:
+                    continue
+                job = msg["job"]
+                kind = job["task_id"].split("_")[0]
+                if kind in ("big", "mid", "oom"):
+                    self._hold(conn, gpu, self.capacity[gpu] if kind == "big" else 2, None if kind == "big" else 2)
+                    if kind == "oom":
+                        self._hold(conn, gpu, self.capacity[gpu], None)  # the rerun with the GPU to itself
+                        with self.lock:
+                            self.reruns_alone += 1
+                else:
+                    with self.lock:
+                        self.in_use[gpu] += 1
+                        self.most_in_use[gpu] = max(self.most_in_use[gpu], self.in_use[gpu])
+                    time.sleep(self.run_s / 2)
+                    with self.lock:
+                        self.in_use[gpu] -= 1
+                verdict = Verdict(task_id=job["task_id"], stage="full", correct=True, reason="ok", reward=1.0)
+                conn.send({"type": M.RESULT, "id": msg["id"], "verdict": verdict.to_dict()})
+        except (EOFError, OSError):
+            return
+
+
+def test_shares_are_counted_per_gpu_and_a_rerun_alone_waits_for_the_whole_gpu(monkeypatch):
+    from tritonrl_lib.verify import pool as pool_module
+
+    gpu_ids = ["0", "0", "0", "0", "1", "1", "1", "1"]
+    workers = _GpuStandIns(gpu_ids)
+    monkeypatch.setattr(VerifierPool, "_start_worker", lambda pool, slot: workers.start(pool, slot))
+    handed_while_waiting = []
+
+    def checking(pending, mine, *args, **kwargs):
+        # nothing is handed out on a GPU while a job there waits for shares of it
+        w = next(o for o in pool._slots if o is not None and o.tasks is mine)
+        if any(o.wants_alone and not o.alone for o in pool._busy_beside(w.slot)):
+            handed_while_waiting.append(w.slot)
+        return next_job(pending, mine, *args, **kwargs)
+
+    monkeypatch.setattr(pool_module, "next_job", checking)
+    names = [f"{kind}_{i}" for i in range(3) for kind in ("big", "mid", "oom", "s", "s", "s")]
+    pool = VerifierPool(VerifyConfig(), workers=8, device="cpu", progress=False)
+    pool.device, pool._gpu_ids = "cuda", gpu_ids  # two GPUs of four workers each, as a CUDA pool lays them out
+    try:
+        verdicts = pool.map([_task(n.split("_")[0] if n[0] != "s" else n) for n in names], [CODE] * len(names),
+                            static=False)
+    finally:
+        pool.device = "cpu"
+        pool.close()
+        workers.close()
+    assert [v.correct for v in verdicts] == [True] * len(names)
+    assert workers.reruns_alone == 3  # every job that asked twice got the whole GPU the second time
+    assert max(workers.most_in_use.values()) <= 4  # never more shares in use on a GPU than it has workers
+    assert workers.most_large >= 2  # the two GPUs (or two 2-share jobs on one) ran large jobs at once
+    assert handed_while_waiting == []

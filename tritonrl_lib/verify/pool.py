@@ -316,14 +316,15 @@ class VerifierPool:
         busy: dict[int, tuple[M.Job, str | None]] = {}
         sent_at: dict[int, float] = {}  # for TRITONRL_TRACE's timeline
         while pending or any(w is not None and w.job_index is not None for w in self._slots):
-            # hand out work: start workers lazily, only as many as there are jobs; none where a job
-            # waits for (or has) its GPU to itself
+            # hand out work: start workers lazily, only as many as there are jobs; none on a GPU where a
+            # job waits for shares of it, or where the shares held leave none (a slot a lost worker left
+            # empty too: its new worker would run beside a job holding the whole GPU)
             self._grant_alone()
             for slot in range(self.size):
                 if not pending:
                     break
                 w = self._slots[slot]
-                if w is not None and w.job_index is None and self._reserved(w):
+                if (w is None or w.job_index is None) and self._reserved(slot):
                     continue
                 if w is None:
                     w = self._slots[slot] = self._start_worker(slot)
@@ -373,7 +374,7 @@ class VerifierPool:
                         w.job_started = time.monotonic()
                 elif kind == M.EXCLUSIVE:  # (again, for the GPU alone, after a run in fewer shares ran out of memory)
                     w.wants_alone, w.alone = True, False
-                    capacity = self._capacity(w)
+                    capacity = self._capacity(w.slot)
                     asked = msg.get("shares")
                     w.shares = min(capacity, max(1, asked)) if isinstance(asked, int) and asked > 0 else capacity
                     if w.job_index in busy:  # its task's other jobs wait until nothing else is left (job_order.py)
@@ -419,13 +420,13 @@ class VerifierPool:
 
     # ---------------------------------------------------------------- a GPU to itself
 
-    def _reserved(self, w: _Worker) -> bool:
-        """Whether nothing may be handed to idle worker `w`: a job of its GPU waits for shares of it, or
-        the shares held there leave none for one more job."""
-        others = self._busy_beside(w)
+    def _reserved(self, slot: int) -> bool:
+        """Whether nothing may be handed to an idle (or not yet started) worker in `slot`: a job of its GPU
+        waits for shares of it, or the shares held there leave none for one more job."""
+        others = self._busy_beside(slot)
         if any(o.wants_alone and not o.alone for o in others):
             return True
-        return self._shares_held(others) + 1 > self._capacity(w)
+        return self._shares_held(others) + 1 > self._capacity(slot)
 
     def _grant_alone(self) -> None:
         """Give a waiting job its shares of its GPU once the jobs still running there leave them free (all
@@ -433,10 +434,10 @@ class VerifierPool:
         for w in self._slots:
             if w is None or w.job_index is None or not w.wants_alone or w.alone:
                 continue
-            others = self._busy_beside(w)
+            others = self._busy_beside(w.slot)
             if any(o.wants_alone and not o.alone and o.slot < w.slot for o in others):
                 continue  # the first waiter goes first
-            if self._shares_held(others) + w.shares > self._capacity(w):
+            if self._shares_held(others) + w.shares > self._capacity(w.slot):
                 continue
             try:
                 w.conn.send({"type": M.EXCLUSIVE_GO})
@@ -445,11 +446,11 @@ class VerifierPool:
             w.alone = True
             w.job_started = time.monotonic()
 
-    def _busy_beside(self, w: _Worker) -> list[_Worker]:
-        """The other workers of `w`'s GPU (or of the host, on the CPU) with a job."""
-        scope = self._scope(w)
-        return [o for o in self._slots if o is not None and o is not w and o.job_index is not None
-                and self._scope(o) == scope]
+    def _busy_beside(self, slot: int) -> list[_Worker]:
+        """The workers of other slots on `slot`'s GPU (or the host, on the CPU) with a job."""
+        scope = self._slot_scope(slot)
+        return [o for o in self._slots if o is not None and o.slot != slot and o.job_index is not None
+                and self._slot_scope(o.slot) == scope]
 
     @staticmethod
     def _shares_held(workers: Sequence[_Worker]) -> int:
@@ -457,15 +458,19 @@ class VerifierPool:
         nothing meanwhile), any other its worker's one."""
         return sum(o.shares if o.alone else 0 if o.wants_alone else 1 for o in workers)
 
-    def _capacity(self, w: _Worker) -> int:
-        """The shares of `w`'s GPU: its workers (on the CPU, the pool's)."""
-        return self._gpu_ids.count(self._gpu_ids[w.slot]) if self.device == "cuda" else self.size
+    def _capacity(self, slot: int) -> int:
+        """The shares of `slot`'s GPU: its workers (on the CPU, the pool's)."""
+        return self._gpu_ids.count(self._gpu_ids[slot]) if self.device == "cuda" else self.size
 
     # ---------------------------------------------------------------- reference phases shared
 
     def _scope(self, w: _Worker) -> str:
         """Workers that may share reference records: those of one GPU (outputs are the device's)."""
-        return self._gpu_ids[w.slot] if self.device == "cuda" else "cpu"
+        return self._slot_scope(w.slot)
+
+    def _slot_scope(self, slot: int) -> str:
+        """The GPU a slot's workers run on ("cpu" on the CPU): the scope of its shares and records."""
+        return self._gpu_ids[slot] if self.device == "cuda" else "cpu"
 
     @staticmethod
     def _reference_key(job: M.Job) -> str:

@@ -60,7 +60,7 @@ class Budget:
     """What one job may use, from its task's footprint and the machine (see the module's docstring)."""
 
     gpu_fraction: float  # of the GPU's memory, for set_per_process_memory_fraction (0 on the CPU)
-    exclusive: bool  # the task runs alone on its GPU (or host, on the CPU)
+    exclusive: bool  # the task needs more than a worker's share: `shares` of its GPU (or the host, on the CPU)
     memory_limit_mb: int  # resident memory of the candidate's processes together
     file_size_bytes: int
     transfer_bytes: int  # everything the candidate's process may send the worker
@@ -192,13 +192,15 @@ def _shares(fp: Footprint, need: float, share: float, sharers: int, host: float,
     (`need`, with the CUDA context), and for its reference outputs in host memory, so it runs every
     input set it would run alone; all of them (the GPU alone) where fewer cannot promise that. The pool
     runs jobs of a GPU together while their shares add up to at most its workers (pool._grant_alone):
-    on an H100 at 12 workers a Level-2 convolution needing 15 GB takes 3 shares, four at once, where
-    taking the GPU alone ran them one at a time."""
+    on an H100 at 12 workers with a 128 GiB host, a Level-2 convolution needing 14 GB takes 3 shares,
+    four at once, where taking the GPU alone ran them one at a time."""
     sharers = max(1, sharers)
     biggest_out = fp.output_bytes * fp.grown(factor)
-    # every set's reference outputs held at once (the other size grown, the timed checks', the dtype set's
-    # float32 alternative beside its own), and half as much again: an overestimate only costs concurrency
-    held = 1.5 * (fp.output_bytes * (len(sets) + checks + ("dtype" in sets)) + biggest_out)
+    # every set's reference outputs held at once: the other size grown, the timed checks', the tiny set's (at
+    # the task's own sizes where no constant shrinks), the dtype set's float32 alternative beside its own,
+    # and all of it twice (a half-precision task sends each set's float32-accumulated alternative too;
+    # reference_phase.py): an overestimate only costs concurrency, an underestimate would leave sets out
+    held = 2 * (fp.output_bytes * (len(sets) + checks + 1 + ("dtype" in sets)) + biggest_out)
     if held > _reference_room(fp, host, sharers, sharers, biggest_out):
         return sharers  # alone it leaves sets out for the host's sake: the same sets, so alone
     for k in range(max(2, -(-int(need + CONTEXT_BYTES) // max(1, int(share)))), sharers):

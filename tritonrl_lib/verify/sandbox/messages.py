@@ -46,7 +46,7 @@ class Job(_JobFields, total=False):
 
 JOB = "job"  # a job to run now
 STOP = "stop"  # leave: the pool is closing
-EXCLUSIVE_GO = "exclusive_go"  # the answer to EXCLUSIVE: every other job of this GPU (or host) has ended
+EXCLUSIVE_GO = "exclusive_go"  # the answer to EXCLUSIVE: the jobs still running on this GPU leave the shares free
 REFERENCE = "reference"  # both ways: a record of the reference cache, its descriptors following
 
 
