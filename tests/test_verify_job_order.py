@@ -101,7 +101,7 @@ class _StandInWorkers:
                     self.most_shares = max(self.most_shares, self.shares_in_use)
                     if big and self.running > 1:
                         self.alone_breaches += 1
-                time.sleep(self.run_s * (6 if mid else 1))
+                time.sleep(self.run_s * (20 if mid else 1))  # long enough for the other mid to be granted
                 with self.lock:
                     if self.running > 1 and big:
                         self.alone_breaches += 1
@@ -176,7 +176,7 @@ class _GpuStandIns(_StandInWorkers):
     most shares in use on each GPU (a GPU's shares: its workers) and the most large jobs running at once."""
 
     def __init__(self, gpu_ids: list[str]):
-        super().__init__(run_s=0.1)
+        super().__init__(run_s=0.4)
         self.gpu_ids = gpu_ids
         self.capacity = {g: gpu_ids.count(g) for g in gpu_ids}
         self.in_use = collections.Counter()
