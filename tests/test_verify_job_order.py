@@ -72,10 +72,11 @@ class _StandInWorkers:
         ours, theirs = socket.socketpair()
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
         self.sleepers.append(proc)  # what the pool signals when it stops the worker
-        threading.Thread(target=self._serve, args=(Connection(theirs.detach()),), daemon=True).start()
+        threading.Thread(target=self._serve, args=(Connection(theirs.detach()), slot), daemon=True).start()
         return _Worker(slot, proc, Connection(ours.detach()))
 
-    def _serve(self, conn: Connection) -> None:
+    def _serve(self, conn: Connection, slot: int) -> None:
+        """The worker protocol: READY, then each job run (`_run_job`) and answered with a correct verdict."""
         conn.send({"type": M.READY})
         try:
             while True:
@@ -85,33 +86,36 @@ class _StandInWorkers:
                 if msg.get("type") != M.JOB:
                     continue  # reference records offered ahead: nothing to keep here
                 job = msg["job"]
-                big, mid = job["task_id"].startswith("big"), job["task_id"].startswith("mid")
-                shares = 4 if big else 2 if mid else 1  # the pools below have 4 workers
-                with self.lock:
-                    self.handed.append(job["task_id"])
-                if big or mid:
-                    conn.send({"type": M.EXCLUSIVE, **({"shares": 2} if mid else {})})
-                    while conn.recv().get("type") != M.EXCLUSIVE_GO:
-                        pass
-                with self.lock:
-                    self.running += 1
-                    self.mids += mid
-                    self.most_mids = max(self.most_mids, self.mids)
-                    self.shares_in_use += shares
-                    self.most_shares = max(self.most_shares, self.shares_in_use)
-                    if big and self.running > 1:
-                        self.alone_breaches += 1
-                time.sleep(self.run_s * (20 if mid else 1))  # long enough for the other mid to be granted
-                with self.lock:
-                    if self.running > 1 and big:
-                        self.alone_breaches += 1
-                    self.running -= 1
-                    self.mids -= mid
-                    self.shares_in_use -= shares
+                self._run_job(conn, slot, job)
                 verdict = Verdict(task_id=job["task_id"], stage="full", correct=True, reason="ok", reward=1.0)
                 conn.send({"type": M.RESULT, "id": msg["id"], "verdict": verdict.to_dict()})
         except (EOFError, OSError):
             return
+
+    def _run_job(self, conn: Connection, slot: int, job: dict) -> None:
+        big, mid = job["task_id"].startswith("big"), job["task_id"].startswith("mid")
+        shares = 4 if big else 2 if mid else 1  # the pools below have 4 workers
+        with self.lock:
+            self.handed.append(job["task_id"])
+        if big or mid:
+            conn.send({"type": M.EXCLUSIVE, **({"shares": 2} if mid else {})})
+            while conn.recv().get("type") != M.EXCLUSIVE_GO:
+                pass
+        with self.lock:
+            self.running += 1
+            self.mids += mid
+            self.most_mids = max(self.most_mids, self.mids)
+            self.shares_in_use += shares
+            self.most_shares = max(self.most_shares, self.shares_in_use)
+            if big and self.running > 1:
+                self.alone_breaches += 1
+        time.sleep(self.run_s * (20 if mid else 1))  # long enough for the other mid to be granted
+        with self.lock:
+            if self.running > 1 and big:
+                self.alone_breaches += 1
+            self.running -= 1
+            self.mids -= mid
+            self.shares_in_use -= shares
 
     def close(self) -> None:
         for p in self.sleepers:
@@ -185,14 +189,6 @@ class _GpuStandIns(_StandInWorkers):
         self.most_large = 0
         self.reruns_alone = 0
 
-    def start(self, pool: VerifierPool, slot: int) -> _Worker:
-        ours, theirs = socket.socketpair()
-        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-        self.sleepers.append(proc)
-        threading.Thread(target=self._serve_gpu, args=(Connection(theirs.detach()), self.gpu_ids[slot]),
-                         daemon=True).start()
-        return _Worker(slot, proc, Connection(ours.detach()))
-
     def _hold(self, conn: Connection, gpu: str, shares: int, asked: int | None) -> None:
         conn.send({"type": M.EXCLUSIVE, **({"shares": asked} if asked else {})})
         while conn.recv().get("type") != M.EXCLUSIVE_GO:
@@ -207,34 +203,22 @@ class _GpuStandIns(_StandInWorkers):
             self.in_use[gpu] -= shares
             self.large_running -= 1
 
-    def _serve_gpu(self, conn: Connection, gpu: str) -> None:
-        conn.send({"type": M.READY})
-        try:
-            while True:
-                msg = conn.recv()
-                if msg.get("type") == M.STOP:
-                    return
-                if msg.get("type") != M.JOB:
-                    continue
-                job = msg["job"]
-                kind = job["task_id"].split("_")[0]
-                if kind in ("big", "mid", "oom"):
-                    self._hold(conn, gpu, self.capacity[gpu] if kind == "big" else 2, None if kind == "big" else 2)
-                    if kind == "oom":
-                        self._hold(conn, gpu, self.capacity[gpu], None)  # the rerun with the GPU to itself
-                        with self.lock:
-                            self.reruns_alone += 1
-                else:
-                    with self.lock:
-                        self.in_use[gpu] += 1
-                        self.most_in_use[gpu] = max(self.most_in_use[gpu], self.in_use[gpu])
-                    time.sleep(self.run_s / 2)
-                    with self.lock:
-                        self.in_use[gpu] -= 1
-                verdict = Verdict(task_id=job["task_id"], stage="full", correct=True, reason="ok", reward=1.0)
-                conn.send({"type": M.RESULT, "id": msg["id"], "verdict": verdict.to_dict()})
-        except (EOFError, OSError):
-            return
+    def _run_job(self, conn: Connection, slot: int, job: dict) -> None:
+        gpu = self.gpu_ids[slot]
+        kind = job["task_id"].split("_")[0]
+        if kind in ("big", "mid", "oom"):
+            self._hold(conn, gpu, self.capacity[gpu] if kind == "big" else 2, None if kind == "big" else 2)
+            if kind == "oom":
+                self._hold(conn, gpu, self.capacity[gpu], None)  # the rerun with the GPU to itself
+                with self.lock:
+                    self.reruns_alone += 1
+        else:
+            with self.lock:
+                self.in_use[gpu] += 1
+                self.most_in_use[gpu] = max(self.most_in_use[gpu], self.in_use[gpu])
+            time.sleep(self.run_s / 2)
+            with self.lock:
+                self.in_use[gpu] -= 1
 
 
 def test_shares_are_counted_per_gpu_and_a_rerun_alone_waits_for_the_whole_gpu(monkeypatch):

@@ -464,12 +464,9 @@ class VerifierPool:
 
     # ---------------------------------------------------------------- reference phases shared
 
-    def _scope(self, w: _Worker) -> str:
-        """Workers that may share reference records: those of one GPU (outputs are the device's)."""
-        return self._slot_scope(w.slot)
-
     def _slot_scope(self, slot: int) -> str:
-        """The GPU a slot's workers run on ("cpu" on the CPU): the scope of its shares and records."""
+        """The GPU a slot's workers run on ("cpu" on the CPU): the scope of its shares, and of the reference
+        records its workers may share (outputs are the device's)."""
         return self._gpu_ids[slot] if self.device == "cuda" else "cpu"
 
     @staticmethod
@@ -482,14 +479,14 @@ class VerifierPool:
         if self._references is None or not job["settings"]["reference_cache_mb"]:
             return False
         key = self._reference_key(job)
-        return key in w.ref_keys or self._references.has(self._scope(w), key)
+        return key in w.ref_keys or self._references.has(self._slot_scope(w.slot), key)
 
     def _offer_reference(self, w: _Worker, job: M.Job) -> None:
         """Send the worker the pool's record of this job's reference phase if it lacks one."""
         if self._references is None or not job["settings"]["reference_cache_mb"]:
             return
         key = self._reference_key(job)
-        rec = self._references.get(self._scope(w), key) if key not in w.ref_keys else None
+        rec = self._references.get(self._slot_scope(w.slot), key) if key not in w.ref_keys else None
         if rec is None:
             return
         desc, fds = rec
@@ -505,7 +502,7 @@ class VerifierPool:
             for fd in fds:
                 os.close(fd)
             return
-        self._references.put(self._scope(w), key, desc, fds)
+        self._references.put(self._slot_scope(w.slot), key, desc, fds)
         w.ref_keys.add(key)
 
     def _lost(self, w: _Worker, busy: dict, why: str, requeue: bool = False,
