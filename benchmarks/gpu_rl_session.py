@@ -228,6 +228,13 @@ class Session:
             (f"rl_{m}", self.method_cfg(m).paths.rl_checkpoint) for m in ("best_of_n", "grpo")]
         if self.args.with_base:
             stages.insert(0, ("base", None))
+        if self.args.eval_stages:  # one process per GPU group, each with models of its own
+            wanted = {x.strip() for x in self.args.eval_stages.split(",") if x.strip()}
+            unknown = wanted - {st for st, _ in stages}
+            if unknown:
+                raise ValueError(f"--eval-stages: unknown {', '.join(sorted(unknown))}; choose among "
+                                 + ", ".join(st for st, _ in stages))
+            stages = [(st, folder) for st, folder in stages if st in wanted]
         out_dir = self.root / "eval"
         models = []
         for stage, folder in stages:
@@ -465,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--with-base", action="store_true", help="evaluate the base model too")
     ap.add_argument("--variants", default=DEFAULT_VARIANTS,
                     help="SFT variants the select stage tries: ';'-separated, each comma-separated key=value")
+    ap.add_argument("--eval-stages", default="", help="evaluate only these models (sft, rl_best_of_n, rl_grpo, "
+                    "base with --with-base); default: every finished one")
     ap.add_argument("--dev-k", type=int, default=2, help="samples per development-set task in the select stage")
     ap.add_argument("--reference", metavar="MACHINE", default="",
                     help="write the summary's tables to docs/benchmarks/reference_gpu_run.json, measured on MACHINE "

@@ -75,6 +75,7 @@ class SFTConfig:
     eval_fraction: float = 0.0  # a held-out slice of the SFT examples whose loss is logged beside the training loss
     eval_steps: int = 0  # evaluate that slice every this many optimizer steps (0: ten times over the run)
     time_budget_s: float = 0.0  # stop training (and save the adapter) once this much training time is spent; 0 = none
+    answer_layout: str = "model_first"  # model_first: ModelNew before its kernels in every target | as_written
 
 
 @dataclass
@@ -333,6 +334,7 @@ def validate(cfg: RunConfig) -> None:
         ("data", "task_size"): ("small", "full"),
         ("data", "data_verify_device"): ("cpu", "auto"),
         ("rl", "method"): ("best_of_n", "grpo"),
+        ("sft", "answer_layout"): ("model_first", "as_written"),
         ("verify", "policy"): ("auto", "strict", "fusion"),
         ("verify", "timing"): ("auto", "on", "off"),
         ("verify", "compile_check"): ("auto", "frontend", "full", "off"),

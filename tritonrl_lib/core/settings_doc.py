@@ -54,6 +54,7 @@ DESCRIPTIONS: dict[str, str] = {
     "eval_fraction": "share of the SFT examples held out, their loss logged beside the training loss",
     "eval_steps": "log that held-out loss every N optimizer steps (0: ten times over the run)",
     "time_budget_s": "stop SFT (saving the adapter) after this much training time (0: no limit)",
+    "answer_layout": "SFT targets: model_first (ModelNew right after the imports, kernels after it) | as_written",
     "torch_compile": "compile the decoder layers (measure first: benchmarks/sft_throughput.py)",
     "fused_kernels": "Triton RMSNorm and SwiGLU kernels in training (CUDA)",
     # RL

@@ -56,6 +56,7 @@ from ...core.config import ConfigError, RunConfig
 from ...core.jsonio import read_json, read_jsonl, write_json, write_jsonl
 from ...core.paths import RunPaths
 from ...model import load as models
+from ...model.answer_layout import laid_out
 from ...model.prompts import build_messages, format_completion
 from ...rollout import Rollout, SamplingConfig
 from ...tasks.task import Task
@@ -319,7 +320,8 @@ def _keep_and_train(run: RLRun, s: _Rounds, r: int, cands: list[Candidate]) -> d
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
         rows = training_rows(kept, {t.id: t for t in run.tasks})
-        replay = replay_rows(run.paths.sft_train, round(run.cfg.rl.replay_ratio * len(kept)), run.cfg.seed + r) \
+        replay = replay_rows(run.paths.sft_train, round(run.cfg.rl.replay_ratio * len(kept)), run.cfg.seed + r,
+                             run.cfg.sft.answer_layout) \
             if run.cfg.rl.replay_ratio > 0 else []
         out["replayed"] = len(replay)
         out["train"] = _fine_tune(run.cfg, s.model, s.tokenizer, rows + replay, files.trainer_dir,
@@ -385,14 +387,14 @@ def training_rows(kept: Sequence[Candidate | Mapping[str, Any]], tasks_by_id: di
     return rows
 
 
-def replay_rows(corpus: Path, n: int, seed: int) -> list[dict[str, Any]]:
+def replay_rows(corpus: Path, n: int, seed: int, layout: str = "as_written") -> list[dict[str, Any]]:
     """`n` examples of the SFT corpus (01_data's sft_train.jsonl) as prompt/completion rows, the
     families taken in turn (a seeded order of families, and of examples within each), so a small
-    `n` still reaches many families. At most the whole corpus."""
+    `n` still reaches many families. At most the whole corpus. `layout`: as SFT laid them out."""
     by_family: dict[str, list[dict[str, Any]]] = {}
     for rec in read_jsonl(corpus):
         by_family.setdefault(str(rec.get("op_family") or ""), []).append(
-            {"prompt": rec["prompt"], "completion": rec["completion"]})
+            {"prompt": rec["prompt"], "completion": laid_out(rec, layout)})
     rng = random.Random(seed)
     families = sorted(by_family)
     rng.shuffle(families)

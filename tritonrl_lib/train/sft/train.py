@@ -43,6 +43,7 @@ from ...core.digests import file_sha256
 from ...core.jsonio import DamagedFile, read_json, read_jsonl, write_json
 from ...core.paths import RunPaths
 from ...model import load as models
+from ...model.answer_layout import laid_out
 from ..trainer import SFTDataError, SpeedOptions, base_model_spec, build_trainer, fit_to_length
 from ..trainer_checkpoints import (checkpoint_is_complete, checkpoint_step, latest_complete_checkpoint,
                                   trainer_checkpoints)
@@ -79,16 +80,18 @@ class SFTResult:
 # --------------------------------------------------------------------------- data
 
 
-def load_sft_dataset(paths: RunPaths, max_samples: int, seed: int):
+def load_sft_dataset(paths: RunPaths, max_samples: int, seed: int, layout: str = "as_written"):
     """The run's SFT examples as a datasets.Dataset with TRL's `prompt`/`completion` columns: a seeded
     sample of at most `max_samples` rows (the data stage may order its file by family)."""
-    return load_sft_datasets(paths, max_samples, seed, 0.0)[0]
+    return load_sft_datasets(paths, max_samples, seed, 0.0, layout)[0]
 
 
-def load_sft_datasets(paths: RunPaths, max_samples: int, seed: int, eval_fraction: float = 0.0):
+def load_sft_datasets(paths: RunPaths, max_samples: int, seed: int, eval_fraction: float = 0.0,
+                      layout: str = "as_written"):
     """(training Dataset, held-out Dataset or None): with `eval_fraction` > 0 a seeded slice of the
     examples (at least one) is set aside first, so its loss measures examples never trained on;
-    the training rows are then a seeded sample of at most `max_samples` of the rest."""
+    the training rows are then a seeded sample of at most `max_samples` of the rest. `layout`
+    (`sft.answer_layout`) orders each data-stage answer's parts (model/answer_layout.py)."""
     from datasets import Dataset
 
     path = paths.sft_train
@@ -104,7 +107,7 @@ def load_sft_datasets(paths: RunPaths, max_samples: int, seed: int, eval_fractio
         problem = _record_problem(rec)
         if problem:
             raise SFTDataError(f"{path}, record {i}: {problem}; re-run 01_data")
-        rows.append({"prompt": rec["prompt"], "completion": rec["completion"]})
+        rows.append({"prompt": rec["prompt"], "completion": laid_out(rec, layout)})
     if not rows:
         raise SFTDataError(f"{path} holds no examples: re-run 01_data")
     held: list[dict[str, Any]] = []
@@ -192,7 +195,8 @@ def train_sft(cfg: RunConfig, paths: RunPaths | None = None, *, speed: SpeedOpti
 
     paths = (paths or cfg.paths).ensure()
     out = paths.sft_checkpoint
-    dataset, eval_dataset = load_sft_datasets(paths, cfg.sft.max_samples, cfg.seed, cfg.sft.eval_fraction)
+    dataset, eval_dataset = load_sft_datasets(paths, cfg.sft.max_samples, cfg.seed, cfg.sft.eval_fraction,
+                                              cfg.sft.answer_layout)
     fp = fingerprint(cfg, paths.sft_train, procs.world_size, max_steps)
 
     # 1. finished already? (with any number of processes: a 2-GPU adapter serves a 1-GPU notebook)

@@ -1,0 +1,149 @@
+"""SFT's answer layout: `ModelNew` moved ahead of its kernels only where the program stays the same."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tritonrl_lib.core.config import ConfigError, RunConfig, validate
+from tritonrl_lib.core.jsonio import write_jsonl
+from tritonrl_lib.core.paths import RunPaths
+from tritonrl_lib.core.config import VerifyConfig
+from tritonrl_lib.model.answer_layout import laid_out, model_first, relaid_completion
+from tritonrl_lib.model.prompts import build_messages, format_completion
+from tritonrl_lib.tasks.loaders import load_tasks
+from tritonrl_lib.train.rl.best_of_n import replay_rows
+from tritonrl_lib.train.sft.train import load_sft_dataset
+from tritonrl_lib.verify.pool import VerifierPool
+
+KERNEL_FIRST = '''"""A module docstring."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+SCALE = 2.0
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * s, mask=m)
+
+
+def launch(x, s):
+    out = torch.empty_like(x)
+    scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), s, BLOCK=256)
+    return out
+
+
+# the module the task asks for
+class ModelNew(nn.Module):
+    """Scales by a constant."""
+
+    def __init__(self, factor: float = 1.0):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return launch(x, self.factor * SCALE)
+'''
+
+
+def _top_names(code: str) -> list[str]:
+    return [getattr(n, "name", type(n).__name__) for n in ast.parse(code).body]
+
+
+def test_model_new_moves_after_the_imports_and_the_program_is_the_same():
+    moved = model_first(KERNEL_FIRST)
+    assert _top_names(moved) == ["Expr", "Import", "Import", "Import", "Import", "ModelNew", "Assign",
+                                 "scale_kernel", "launch"]
+    assert moved.index("# the module the task asks for\nclass ModelNew") < moved.index("SCALE = 2.0")
+    assert "\n\n\n\n" not in moved and moved.endswith("\n")
+    # the same statements, only reordered
+    assert sorted(ast.dump(n) for n in ast.parse(moved).body) == sorted(ast.dump(n) for n in ast.parse(KERNEL_FIRST).body)
+    assert model_first(moved) == moved  # already first
+
+
+@pytest.mark.parametrize("change", [
+    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor: float = SCALE):"),  # default
+    ("    def forward(self, x: torch.Tensor) -> torch.Tensor:", "    def forward(self, x: Tensor) -> torch.Tensor:"),
+    ('    """Scales by a constant."""', "    block = 256"),  # a class-level statement
+    ("class ModelNew(nn.Module):", "class ModelNew(Base):"),  # a base defined later
+    ("class ModelNew(nn.Module):", "@register\nclass ModelNew(nn.Module):"),  # a decorator defined later
+    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor=(lambda: 1.0)()):"),
+])
+def test_a_class_that_reads_later_names_when_defined_stays_put(change):
+    code = KERNEL_FIRST.replace(*change)
+    assert code != KERNEL_FIRST and model_first(code) == code
+
+
+def test_postponed_annotations_let_the_class_move_and_odd_modules_are_left_alone():
+    lazy = "from __future__ import annotations\n" + KERNEL_FIRST.split('"""A module docstring."""\n')[1].replace(
+        "x: torch.Tensor)", "x: Tensor)")
+    assert _top_names(model_first(lazy))[5] == "ModelNew"
+    assert model_first("def broken(:\n") == "def broken(:\n"
+    no_model = KERNEL_FIRST.replace("class ModelNew", "class Other")
+    assert model_first(no_model) == no_model
+    twice = KERNEL_FIRST + "\n\nclass ModelNew(nn.Module):\n    pass\n"
+    assert model_first(twice) == twice  # the later definition wins: order matters
+    glued = KERNEL_FIRST.replace("# the module the task asks for\nclass", "X = 1; class")
+    assert model_first(glued) == glued  # a class sharing its line with another statement is not split off
+
+
+def test_completions_are_relaid_only_when_they_are_the_data_stages_own():
+    sol = KERNEL_FIRST
+    plain = format_completion(sol)
+    assert relaid_completion(plain, sol, "model_first") == format_completion(model_first(sol))
+    assert relaid_completion(plain, sol, "as_written") == plain
+    led = format_completion(sol, "Here it is.")
+    assert relaid_completion(led, sol, "model_first") == led  # someone's own record: kept
+    assert relaid_completion(plain, "", "model_first") == plain
+    with pytest.raises(ValueError, match="model_first, as_written"):
+        relaid_completion(plain, sol, "kernels_last")
+    rec = {"completion": [{"role": "assistant", "content": plain}], "solution": sol}
+    assert laid_out(rec, "model_first")[0]["content"].startswith("```python\n\"\"\"A module docstring")
+    assert laid_out({"completion": rec["completion"]}, "model_first") == rec["completion"]
+
+
+def test_the_setting_is_checked():
+    cfg = RunConfig()
+    assert cfg.sft.answer_layout == "model_first"
+    cfg.sft.answer_layout = "model-first"
+    with pytest.raises(ConfigError, match="did you mean 'model_first'"):
+        validate(cfg)
+
+
+@pytest.fixture(scope="module")
+def builtin_pairs():
+    """(task, solution) for three built-in tasks with solutions: two Level 1, one Level 2 fusion."""
+    tasks = {t.id: t for t in load_tasks("builtin") if t.reference_solution}
+    ids = ["builtin/L1/relu", "builtin/L1/softmax", "builtin/L2/conv2d_bias_relu"]
+    return [(tasks[i], tasks[i].reference_solution) for i in ids]
+
+
+def test_sft_and_replay_rows_take_the_layout(tmp_path, builtin_pairs):
+    paths = RunPaths(tmp_path)
+    paths.sft_train.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": t.id, "op_family": t.op_family, "prompt": build_messages(t),
+             "completion": [{"role": "assistant", "content": format_completion(s)}], "solution": s}
+            for t, s in builtin_pairs]
+    write_jsonl(paths.sft_train, rows)
+    firsts = {r["completion"][0]["content"] for r in load_sft_dataset(paths, 10, 0, "model_first")}
+    assert firsts == {format_completion(model_first(s)) for _, s in builtin_pairs}
+    assert all(c.index("class ModelNew") < c.index("@triton.jit") for c in firsts)
+    assert {r["completion"][0]["content"] for r in load_sft_dataset(paths, 10, 0)} == \
+        {format_completion(s) for _, s in builtin_pairs}
+    replayed = replay_rows(paths.sft_train, 3, seed=0, layout="model_first")
+    assert {r["completion"][0]["content"] for r in replayed} == firsts
+
+
+def test_relaid_solutions_still_pass_the_verifier(builtin_pairs):
+    """The reordering is the same program: the verifier, run for real, says so."""
+    relaid = [model_first(s) for _, s in builtin_pairs]
+    assert all(r != s for r, (_, s) in zip(relaid, builtin_pairs))
+    with VerifierPool(VerifyConfig(timeout_s=120), workers=2, progress=False) as pool:
+        verdicts = pool.map([t for t, _ in builtin_pairs], [format_completion(r) for r in relaid])
+    assert [(v.correct, v.reason) for v in verdicts] == [(True, "ok")] * 3, [v.error for v in verdicts]

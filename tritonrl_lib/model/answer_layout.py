@@ -1,0 +1,161 @@
+"""The order of an SFT answer's parts: `ModelNew` first (right after the imports), then its kernels.
+
+A solution module as people write it defines its kernels and launch helpers first and `ModelNew`
+last, so the constructor, which must take `Model`'s parameters in `Model`'s order, is written a
+thousand tokens after the reference that shows them. Measured on held-out KernelBench Level 2
+(docs/RESULTS.md), the 135M model trained on that order wrote a constructor `Model`'s
+`get_init_inputs()` cannot call in most answers: it recalled a signature of the op family from its
+training answers instead of copying the one in front of it. With `ModelNew` first, the copy is made
+right after the prompt, and the kernels then follow the names `forward` gave them.
+
+Moving the class up is a pure reordering: module-level functions are looked up when `forward` runs,
+not when the class is defined. It is done only where that is provably so: the class body holds only
+method definitions (and a docstring), and everything evaluated when the class statement runs
+(bases, decorators, default values, annotations) names only what the imports bound or builtins.
+Otherwise the module is returned unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from .prompts import format_completion
+
+LAYOUTS = ("model_first", "as_written")
+
+
+def model_first(code: str) -> str:
+    """`code` with its top-level `class ModelNew` moved to just after the leading imports, or `code`
+    unchanged where that would not be the same program (or it is already first, or absent)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    body = tree.body
+    head = _import_block_end(body)
+    index = next((i for i, n in enumerate(body) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
+    if index is None or index <= head or not _movable(body[index], body[:head], _future_annotations(body)):
+        return code
+    if any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in body[index + 1:]):
+        return code  # redefined later: the last definition wins, so the order matters
+    lines = code.splitlines()
+    cls = body[index]
+    start = min([cls.lineno] + [d.lineno for d in cls.decorator_list]) - 1
+    # comment lines directly above the class travel with it
+    while start > 0 and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    if start < body[index - 1].end_lineno:  # a statement shares the class's lines (`x = 1; class ...`)
+        return code
+    block = lines[start:cls.end_lineno]
+    rest = lines[:start] + lines[cls.end_lineno:]
+    cut = body[head - 1].end_lineno if head else 0
+    moved = _squeeze(rest[:cut]) + ["", ""] * bool(cut) + block + ["", ""] + _squeeze(rest[cut:])
+    out = "\n".join(_collapse_blank_runs(moved)).strip("\n") + "\n"
+    return out if _same_statements(tree, out, index, head) else code
+
+
+def relaid_completion(completion: str, solution: str, layout: str) -> str:
+    """An SFT completion in `layout`: the data stage's completion (the fenced `solution`, nothing
+    else) rebuilt with the solution in the new order; any other completion (a lead-in line, a user's
+    own records) is kept as it is."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"answer layout {layout!r} is not one of {', '.join(LAYOUTS)}")
+    if layout == "as_written" or not solution or completion != format_completion(solution):
+        return completion
+    return format_completion(model_first(solution))
+
+
+def laid_out(record: dict, layout: str) -> list[dict[str, str]]:
+    """A data-stage record's `completion` messages with the answer in `layout` (a record without its
+    `solution`, as a user may write one, keeps its completion)."""
+    solution = record.get("solution") or ""
+    return [dict(m, content=relaid_completion(m["content"], solution, layout)) if m.get("role") == "assistant"
+            else m for m in record["completion"]]
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _import_block_end(body: list[ast.stmt]) -> int:
+    """How many leading statements are imports (a module docstring counts with them)."""
+    i = 0
+    for i, node in enumerate(body):
+        is_doc = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) \
+            and isinstance(node.value.value, str)
+        if not (is_doc or isinstance(node, (ast.Import, ast.ImportFrom))):
+            return i
+    return len(body)
+
+
+def _future_annotations(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.ImportFrom) and n.module == "__future__"
+               and any(a.name == "annotations" for a in n.names) for n in body)
+
+
+def _bound_by_imports(head: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for node in head:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add((alias.asname or alias.name).split(".")[0])
+    return names
+
+
+def _movable(cls: ast.ClassDef, head: list[ast.stmt], lazy_annotations: bool) -> bool:
+    """Does running this class statement right after the imports give the same class? Only method
+    definitions (and a docstring or `pass`) in its body, and every name read while it runs bound by
+    the imports or a builtin."""
+    evaluated: list[ast.AST] = [*cls.bases, *cls.keywords, *cls.decorator_list]
+    for i, node in enumerate(cls.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            evaluated += [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None)]
+            if not lazy_annotations:
+                every = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
+                evaluated += [x.annotation for x in every if x.annotation is not None]
+                evaluated += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.Pass) or (i == 0 and isinstance(node, ast.Expr)
+                                             and isinstance(node.value, ast.Constant)):
+            continue
+        else:
+            return False
+    known = _bound_by_imports(head) | set(dir(builtins))
+    for expr in evaluated:
+        for sub in ast.walk(expr):
+            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.comprehension)):
+                return False  # scopes and bindings of their own: not worth reasoning about
+            if isinstance(sub, ast.Name) and sub.id not in known:
+                return False
+    return True
+
+
+def _same_statements(before: ast.Module, text: str, index: int, head: int) -> bool:
+    """The new text parses to the old statements, the class moved to position `head`."""
+    try:
+        after = ast.parse(text)
+    except SyntaxError:
+        return False
+    old = list(before.body)
+    old.insert(head, old.pop(index))
+    return [ast.dump(n) for n in old] == [ast.dump(n) for n in after.body]
+
+
+def _squeeze(lines: list[str]) -> list[str]:
+    """Lines without blank ones at either end."""
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def _collapse_blank_runs(lines: list[str]) -> list[str]:
+    """At most two blank lines in a row (the gap the class left behind)."""
+    out: list[str] = []
+    for ln in lines:
+        if not ln.strip() and len(out) >= 2 and not out[-1].strip() and not out[-2].strip():
+            continue
+        out.append(ln)
+    return out
+
