@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
+from tritonrl_lib.eval.record import tasks_digest  # noqa: E402
 from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
 from tritonrl_lib.report import kernelbench as K  # noqa: E402
 from tritonrl_lib.verify import cache as cache_module  # noqa: E402
@@ -111,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no kept evaluation of stage {args.stage!r} under {root / 'eval'}")
     data = json.loads((folders[-1] / "completions.json").read_text())
     texts = [[c["text"] for c in cs] for cs in data["completions"]]
-    if len(texts) != len(tasks):
-        raise SystemExit(f"{len(texts)} tasks' completions kept, {len(tasks)} tasks now: pass the session's -p settings")
+    want = data.get("fingerprint", {}).get("tasks")
+    if len(texts) != len(tasks) or (want and want != tasks_digest(tasks)):  # answers are matched to tasks by position
+        raise SystemExit(f"{len(texts)} tasks' completions kept (task digest {want}), {len(tasks)} tasks now "
+                         f"(digest {tasks_digest(tasks)}): pass the session's --profile and -p settings")
     kept = KeptVerdicts(cfg, VerdictCache(folders[-1] / "verdicts"), args.where)
     if not args.where:
         flat = [(t, VerifierPool._prepare(kept.pool, t, c, cfg.verify, True)[1]) for t, cs in zip(tasks, texts)

@@ -1,6 +1,6 @@
 """A cut-off evaluation's answers on held-out KernelBench, verified here on the CPU at shrunk sizes.
 
-    python benchmarks/eval_shrunk_on_cpu.py ROOT --stage sft --level 2 -p kernelbench=/path/to/KernelBench
+    python benchmarks/eval_shrunk_on_cpu.py ROOT --stage sft --level 2 -p kernelbench=/path/to/KernelBench [--profile gpu]
 
 ROOT is a `gpu_rl_session.py` results folder as its export brings it back (`runs/base/data/` and
 `eval/.eval_<stage>.resume-*/completions.json`). Each held-out KernelBench problem of the level is shrunk
@@ -27,10 +27,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelbench_common import shrink  # noqa: E402
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
+from tritonrl_lib.eval.record import tasks_digest  # noqa: E402
 from tritonrl_lib.tasks.task import Task  # noqa: E402
 from tritonrl_lib.verify.pool import VerifierPool  # noqa: E402
 
 SHRUNK_BUDGET = 1 << 16  # input + weight elements of a shrunk problem (the sweep's --small)
+
+
+def kept_for_other_tasks(kept: dict, tasks: list) -> str:
+    """Why the kept completions do not belong to `tasks` (empty when they do): they are matched to their tasks by
+    position, so another task list (another profile's held-out sets) would pair answers with the wrong problems."""
+    want = kept.get("fingerprint", {}).get("tasks")
+    have = tasks_digest(tasks)
+    if len(kept.get("completions", [])) != len(tasks) or (want and want != have):
+        return (f"the kept completions were made for another task list ({len(kept.get('completions', []))} tasks, "
+                f"digest {want}; here {len(tasks)}, digest {have}): pass the session's --profile and -p settings")
+    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,18 +50,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("root", help="the session's results folder")
     ap.add_argument("--stage", default="sft", help="sft | rl_best_of_n | rl_grpo")
     ap.add_argument("--level", type=int, default=2)
+    ap.add_argument("--profile", default="gpu", help="the session's profile: it decides the held-out task list")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="", help="the verdicts as JSON (default ROOT/eval/shrunk_<stage>_L<level>.json)")
     ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
     args = ap.parse_args(argv)
     os.environ.setdefault("TRITON_INTERPRET", "1")
     root = Path(args.root).resolve()
-    cfg = load_config("cpu", overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"), "run": "base"})
+    cfg = load_config(args.profile, overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"),
+                                               "run": "base"})
     tasks = load_eval_tasks(cfg, cfg.paths)
-    found = glob.glob(str(root / "eval" / f".eval_{args.stage}.resume-*" / "completions.json"))
+    found = sorted(glob.glob(str(root / "eval" / f".eval_{args.stage}.resume-*" / "completions.json")))
     if not found:
         ap.error(f"no kept completions of stage {args.stage!r} under {root / 'eval'}")
-    completions = json.loads(Path(found[0]).read_text())["completions"]
+    kept = json.loads(Path(found[-1]).read_text())
+    problem = kept_for_other_tasks(kept, tasks)
+    if problem:
+        ap.error(problem)
+    completions = kept["completions"]
     flat_tasks, texts = [], []
     for task, samples in zip(tasks, completions):
         if task.meta.get("heldout_set") != "kernelbench" or task.level != args.level:

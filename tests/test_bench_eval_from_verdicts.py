@@ -8,7 +8,10 @@ never verified as wrong, and find the pool's description by search when it is no
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
+
+import pytest
 
 from tritonrl_lib.core.config import load_config
 from tritonrl_lib.tasks import load_tasks
@@ -56,3 +59,33 @@ def test_kept_verdicts_are_found_static_failures_rebuilt_and_the_rest_counted_un
     assert mod.find_where(kept, probes) == WHERE  # the pool's description, found among those a pool writes
     kept.where = "cuda:NVIDIA H200; host 504 GiB, 3 workers sharing"
     assert kept.map([relu], [good])[0].reason == "timeout"  # another pool's key finds nothing
+
+
+def _shrunk_script():
+    spec = importlib.util.spec_from_file_location("eval_shrunk_on_cpu", ROOT / "benchmarks" / "eval_shrunk_on_cpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_answers_kept_for_another_task_list_are_refused(tmp_path):
+    """Kept answers are matched to tasks by position: a script that loaded another profile's held-out list
+    would judge each answer against the wrong problem. Both scripts compare the kept task digest first."""
+    from tritonrl_lib.eval.heldout import load_eval_tasks
+    from tritonrl_lib.eval.record import tasks_digest
+
+    cfg = load_config("cpu", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "base", "eval_tasks": "builtin"})
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    answers = [[{"prompt_index": i, "sample_index": 0, "text": "x"}] for i in range(len(tasks))]
+    right = {"fingerprint": {"tasks": tasks_digest(tasks)}, "completions": answers}
+    shrunk = _shrunk_script()
+    assert shrunk.kept_for_other_tasks(right, tasks) == ""
+    swapped = tasks[1:] + tasks[:1]  # the same tasks in another order: another list
+    assert "another task list" in shrunk.kept_for_other_tasks(right, swapped)
+    assert "another task list" in shrunk.kept_for_other_tasks({**right, "completions": answers[:-1]}, tasks)
+
+    folder = tmp_path / "eval" / ".eval_sft.resume-0"
+    folder.mkdir(parents=True)
+    (folder / "completions.json").write_text(json.dumps({**right, "fingerprint": {"tasks": "0" * 16}}))
+    with pytest.raises(SystemExit, match="pass the session's --profile"):
+        _script().main([str(tmp_path), "--stage", "sft", "--profile", "cpu", "-p", "eval_tasks=builtin"])

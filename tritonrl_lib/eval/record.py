@@ -88,6 +88,12 @@ def device_description(device: str) -> str:
     return f"cpu ({os.cpu_count()} cores, {platform.machine()})"
 
 
+def tasks_digest(tasks: Sequence[Task]) -> str:
+    """The task list's identity (ids and sources, in order): kept completions belong to exactly this list."""
+    return hashlib.sha256("\n".join(t.id + ":" + hashlib.sha256(t.source.encode()).hexdigest()[:12]
+                                    for t in tasks).encode()).hexdigest()[:16]
+
+
 def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig,
                 device: str) -> dict[str, Any]:
     """Everything an eval record's numbers depend on."""
@@ -96,8 +102,7 @@ def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling:
     verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k not in speed_only}
     return {"format": EVAL_FORMAT, "stage": model_stage, "model": model_identity(spec),
             "base_model": cfg.model.model if model_stage != "base" else None,
-            "tasks": hashlib.sha256("\n".join(t.id + ":" + hashlib.sha256(t.source.encode()).hexdigest()[:12]
-                                              for t in tasks).encode()).hexdigest()[:16],
+            "tasks": tasks_digest(tasks),
             "sampling": sampling_d, "verify": verify_d,
             # speedups depend on the GPU model; CPU verdicts do not depend on the machine
             "device": device_description(device) if device == "cuda" else device,
