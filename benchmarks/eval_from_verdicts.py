@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
-from tritonrl_lib.eval.record import tasks_digest  # noqa: E402
+from tritonrl_lib.eval.resume import kept_for_tasks  # noqa: E402
 from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
 from tritonrl_lib.report import kernelbench as K  # noqa: E402
 from tritonrl_lib.verify import cache as cache_module  # noqa: E402
@@ -107,16 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.profile, overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"),
                                                "run": "base"})
     tasks = load_eval_tasks(cfg, cfg.paths)
-    folders = sorted((root / "eval").glob(f".eval_{args.stage}.resume-*"))
-    if not folders:
-        raise SystemExit(f"no kept evaluation of stage {args.stage!r} under {root / 'eval'}")
-    data = json.loads((folders[-1] / "completions.json").read_text())
+    try:
+        folder, data = kept_for_tasks(root / "eval", args.stage, tasks)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     texts = [[c["text"] for c in cs] for cs in data["completions"]]
-    want = data.get("fingerprint", {}).get("tasks")
-    if len(texts) != len(tasks) or (want and want != tasks_digest(tasks)):  # answers are matched to tasks by position
-        raise SystemExit(f"{len(texts)} tasks' completions kept (task digest {want}), {len(tasks)} tasks now "
-                         f"(digest {tasks_digest(tasks)}): pass the session's --profile and -p settings")
-    kept = KeptVerdicts(cfg, VerdictCache(folders[-1] / "verdicts"), args.where)
+    kept = KeptVerdicts(cfg, VerdictCache(folder / "verdicts"), args.where)
     if not args.where:
         flat = [(t, VerifierPool._prepare(kept.pool, t, c, cfg.verify, True)[1]) for t, cs in zip(tasks, texts)
                 for c in cs]
@@ -125,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("no kept verdict matches: pass --where as the pool described itself")
         print(f"where: {found}")
     record = score_completions(cfg, tasks, texts, eval_sampling(cfg, None), model_stage=args.stage,
-                               model_path=str(folders[-1]), pool=kept, task_source="heldout", device="cuda",
+                               model_path=str(folder), pool=kept, task_source="heldout", device="cuda",
                                progress=False, extra={"generation": data.get("generation", {}),
                                                       "unverified": dict(kept.unverified)})
     out = root / "eval" / f"eval_{args.stage}.partial.json"

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import glob
 import json
 import os
 import sys
@@ -27,22 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kernelbench_common import shrink  # noqa: E402
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
-from tritonrl_lib.eval.record import tasks_digest  # noqa: E402
+from tritonrl_lib.eval.resume import kept_for_tasks  # noqa: E402
 from tritonrl_lib.tasks.task import Task  # noqa: E402
 from tritonrl_lib.verify.pool import VerifierPool  # noqa: E402
 
 SHRUNK_BUDGET = 1 << 16  # input + weight elements of a shrunk problem (the sweep's --small)
-
-
-def kept_for_other_tasks(kept: dict, tasks: list) -> str:
-    """Why the kept completions do not belong to `tasks` (empty when they do): they are matched to their tasks by
-    position, so another task list (another profile's held-out sets) would pair answers with the wrong problems."""
-    want = kept.get("fingerprint", {}).get("tasks")
-    have = tasks_digest(tasks)
-    if len(kept.get("completions", [])) != len(tasks) or (want and want != have):
-        return (f"the kept completions were made for another task list ({len(kept.get('completions', []))} tasks, "
-                f"digest {want}; here {len(tasks)}, digest {have}): pass the session's --profile and -p settings")
-    return ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,13 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.profile, overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"),
                                                "run": "base"})
     tasks = load_eval_tasks(cfg, cfg.paths)
-    found = sorted(glob.glob(str(root / "eval" / f".eval_{args.stage}.resume-*" / "completions.json")))
-    if not found:
-        ap.error(f"no kept completions of stage {args.stage!r} under {root / 'eval'}")
-    kept = json.loads(Path(found[-1]).read_text())
-    problem = kept_for_other_tasks(kept, tasks)
-    if problem:
-        ap.error(problem)
+    try:
+        _, kept = kept_for_tasks(root / "eval", args.stage, tasks)
+    except ValueError as e:
+        ap.error(str(e))
     completions = kept["completions"]
     flat_tasks, texts = [], []
     for task, samples in zip(tasks, completions):

@@ -68,16 +68,43 @@ def test_model_new_moves_after_the_imports_and_the_program_is_the_same():
 
 
 @pytest.mark.parametrize("change", [
-    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor: float = SCALE):"),  # default
+    # what the class statement evaluates reads a name defined after the imports
+    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor: float = SCALE):"),  # a default
+    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, *, factor: float = SCALE):"),  # kw-only
     ("    def forward(self, x: torch.Tensor) -> torch.Tensor:", "    def forward(self, x: Tensor) -> torch.Tensor:"),
+    ("    def forward(self, x: torch.Tensor) -> torch.Tensor:", "    def forward(self, x: torch.Tensor) -> Tensor:"),
+    ("class ModelNew(nn.Module):", "class ModelNew(Base):"),  # a base
+    ("class ModelNew(nn.Module):", "class ModelNew(nn.Module, metaclass=Meta):"),  # a class keyword
+    ("class ModelNew(nn.Module):", "@register\nclass ModelNew(nn.Module):"),  # a class decorator
+    ("    def forward(self, x", "    @traced\n    def forward(self, x"),  # a method decorator
+    # ... or could do more than read names
     ('    """Scales by a constant."""', "    block = 256"),  # a class-level statement
-    ("class ModelNew(nn.Module):", "class ModelNew(Base):"),  # a base defined later
-    ("class ModelNew(nn.Module):", "@register\nclass ModelNew(nn.Module):"),  # a decorator defined later
     ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor=(lambda: 1.0)()):"),
+    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor=torch.tensor(1.0)):"),  # a call
+    ("    def __init__(self, factor: float = 1.0):", "    def __init__(self, factor=[i for i in (1.0,)][0]):"),
+    # ... or what it moves ahead of binds or reads what it reads, or does more than define and assign
+    ("SCALE = 2.0", "SCALE = 2.0\nnn = None"),  # an imported name rebound
+    ("SCALE = 2.0", "SCALE = 2.0\nfloat = int"),  # a builtin shadowed
+    ("SCALE = 2.0", "SCALE = 2.0\nModelNew = None"),  # ModelNew bound before the class
+    ("SCALE = 2.0", "SCALE = 2.0\nOLD = globals().get('ModelNew')"),  # ... or looked up
+    ("SCALE = 2.0", "SCALE = 2.0\ntorch.set_default_dtype(torch.float64)"),  # a bare call
+    ("SCALE = 2.0", "SCALE = 2.0\nclass Helper(nn.Module):\n    pass"),  # another class (subclass order)
+    ("SCALE = 2.0", "SCALE = 2.0\nnn.Module.flag = True"),  # an attribute assigned
+    ("SCALE = 2.0", "SCALE = 2.0\nimport math"),  # an import (its module's code runs)
 ])
-def test_a_class_that_reads_later_names_when_defined_stays_put(change):
+def test_a_class_that_could_tell_the_orders_apart_stays_put(change):
     code = KERNEL_FIRST.replace(*change)
     assert code != KERNEL_FIRST and model_first(code) == code
+    ast.parse(code)  # every case is a valid module
+
+
+def test_text_the_move_would_alter_is_caught_by_the_statement_check():
+    """Blank-line runs are collapsed where the class left its gap; inside a string that would change the
+    program, and the before/after statement comparison keeps the module as it was."""
+    code = KERNEL_FIRST.replace("SCALE = 2.0", 'NOTE = """a\n\n\n\n\nb"""\nSCALE = 2.0')
+    assert model_first(code) == code
+    deep = KERNEL_FIRST.replace("SCALE = 2.0", "SCALE = " + "+".join(["1"] * 3000))
+    assert model_first(deep) == deep  # too deep for ast: left as it is, no RecursionError
 
 
 def test_postponed_annotations_let_the_class_move_and_odd_modules_are_left_alone():
@@ -89,8 +116,6 @@ def test_postponed_annotations_let_the_class_move_and_odd_modules_are_left_alone
     assert model_first(no_model) == no_model
     twice = KERNEL_FIRST + "\n\nclass ModelNew(nn.Module):\n    pass\n"
     assert model_first(twice) == twice  # the later definition wins: order matters
-    glued = KERNEL_FIRST.replace("# the module the task asks for\nclass", "X = 1; class")
-    assert model_first(glued) == glued  # a class sharing its line with another statement is not split off
 
 
 def test_completions_are_relaid_only_when_they_are_the_data_stages_own():
@@ -101,6 +126,7 @@ def test_completions_are_relaid_only_when_they_are_the_data_stages_own():
     led = format_completion(sol, "Here it is.")
     assert relaid_completion(led, sol, "model_first") == led  # someone's own record: kept
     assert relaid_completion(plain, "", "model_first") == plain
+    assert relaid_completion("```python\n   \n```", "   ", "model_first") == "```python\n   \n```"
     with pytest.raises(ValueError, match="model_first, as_written"):
         relaid_completion(plain, sol, "kernels_last")
     rec = {"completion": [{"role": "assistant", "content": plain}], "solution": sol}
@@ -147,3 +173,29 @@ def test_relaid_solutions_still_pass_the_verifier(builtin_pairs):
     with VerifierPool(VerifyConfig(timeout_s=120), workers=2, progress=False) as pool:
         verdicts = pool.map([t for t, _ in builtin_pairs], [format_completion(r) for r in relaid])
     assert [(v.correct, v.reason) for v in verdicts] == [(True, "ok")] * 3, [v.error for v in verdicts]
+
+
+def test_fingerprints_follow_the_layout_and_adapters_trained_before_it_still_match(tmp_path):
+    """An SFT adapter depends on the layout of what it was trained on; best-of-N too where it replays the
+    corpus. `as_written` is the order every adapter had before the setting: their fingerprints stay."""
+    from tritonrl_lib.train.rl.run_frame import fingerprint as rl_fingerprint
+    from tritonrl_lib.train.sft.train import fingerprint as sft_fingerprint
+
+    data = tmp_path / "sft_train.jsonl"
+    data.write_text("{}\n")
+    cfg = RunConfig()
+    first = sft_fingerprint(cfg, data, 1)
+    assert first["sft"]["answer_layout"] == "model_first"
+    cfg.sft.answer_layout = "as_written"
+    written = sft_fingerprint(cfg, data, 1)
+    assert "answer_layout" not in written["sft"] and written != first
+
+    start = tmp_path / "no-adapter"
+    cfg.rl.replay_ratio = 1.0
+    plain = rl_fingerprint(cfg, "best_of_n", start, ["a"])
+    assert "answer_layout" not in plain["train"]
+    cfg.sft.answer_layout = "model_first"
+    assert rl_fingerprint(cfg, "best_of_n", start, ["a"])["train"]["answer_layout"] == "model_first"
+    assert "answer_layout" not in rl_fingerprint(cfg, "grpo", start, ["a"])["train"]  # GRPO replays nothing
+    cfg.rl.replay_ratio = 0.0
+    assert "answer_layout" not in rl_fingerprint(cfg, "best_of_n", start, ["a"])["train"]

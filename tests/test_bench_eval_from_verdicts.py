@@ -68,24 +68,34 @@ def _shrunk_script():
     return mod
 
 
-def test_answers_kept_for_another_task_list_are_refused(tmp_path):
-    """Kept answers are matched to tasks by position: a script that loaded another profile's held-out list
-    would judge each answer against the wrong problem. Both scripts compare the kept task digest first."""
+def _keep(eval_dir: Path, name: str, digest: str, n: int) -> Path:
+    folder = eval_dir / f".eval_sft.resume-{name}"
+    folder.mkdir(parents=True)
+    answers = [[{"prompt_index": i, "sample_index": 0, "text": "x"}] for i in range(n)]
+    (folder / "completions.json").write_text(json.dumps({"fingerprint": {"tasks": digest}, "completions": answers}))
+    return folder
+
+
+def test_answers_kept_for_another_task_list_are_refused(tmp_path, capsys):
+    """Kept answers are matched to tasks by position: answers kept for another profile's held-out list
+    would be judged against the wrong problems. Only the folder made for this list is taken, whatever
+    the folders' names (ordered by digest, so arbitrary); none, and both scripts stop saying why."""
     from tritonrl_lib.eval.heldout import load_eval_tasks
     from tritonrl_lib.eval.record import tasks_digest
+    from tritonrl_lib.eval.resume import kept_for_tasks
 
     cfg = load_config("cpu", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "base", "eval_tasks": "builtin"})
     tasks = load_eval_tasks(cfg, cfg.paths)
-    answers = [[{"prompt_index": i, "sample_index": 0, "text": "x"}] for i in range(len(tasks))]
-    right = {"fingerprint": {"tasks": tasks_digest(tasks)}, "completions": answers}
-    shrunk = _shrunk_script()
-    assert shrunk.kept_for_other_tasks(right, tasks) == ""
+    eval_dir = tmp_path / "eval"
+    other = _keep(eval_dir, "ffff", "0" * 16, len(tasks))  # sorts last
+    with pytest.raises(ValueError, match="no kept generation .* found: .eval_sft.resume-ffff"):
+        kept_for_tasks(eval_dir, "sft", tasks)
+    for argv, script in (([], _script()), (["--level", "1"], _shrunk_script())):
+        with pytest.raises(SystemExit) as stop:
+            script.main([str(tmp_path), "--stage", "sft", "--profile", "cpu", "-p", "eval_tasks=builtin", *argv])
+        assert "Pass the session's --profile" in capsys.readouterr().err + str(stop.value.code)
+    mine = _keep(eval_dir, "0000", tasks_digest(tasks), len(tasks))
+    assert kept_for_tasks(eval_dir, "sft", tasks)[0] == mine != other
     swapped = tasks[1:] + tasks[:1]  # the same tasks in another order: another list
-    assert "another task list" in shrunk.kept_for_other_tasks(right, swapped)
-    assert "another task list" in shrunk.kept_for_other_tasks({**right, "completions": answers[:-1]}, tasks)
-
-    folder = tmp_path / "eval" / ".eval_sft.resume-0"
-    folder.mkdir(parents=True)
-    (folder / "completions.json").write_text(json.dumps({**right, "fingerprint": {"tasks": "0" * 16}}))
-    with pytest.raises(SystemExit, match="pass the session's --profile"):
-        _script().main([str(tmp_path), "--stage", "sft", "--profile", "cpu", "-p", "eval_tasks=builtin"])
+    with pytest.raises(ValueError, match="no kept generation"):
+        kept_for_tasks(eval_dir, "sft", swapped)

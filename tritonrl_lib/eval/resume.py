@@ -75,3 +75,33 @@ def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
     except (TypeError, KeyError, AttributeError):
         return None
     return completions, data.get("generation") or {}
+
+
+def kept_for_tasks(eval_dir: Path, stage: str, tasks: Sequence[Task]) -> tuple[Path, dict[str, Any]]:
+    """(folder, completions.json) of the kept generation of `stage` under `eval_dir` made for exactly
+    `tasks` (a cut evaluation, scored or read afterwards). Its answers are matched to tasks by
+    position, so a folder of another task list (another profile's held-out sets, another split) is
+    never taken; among several of this list, the latest. ValueError says what was found otherwise."""
+    from .record import tasks_digest  # record does not import this module: no cycle
+
+    want = tasks_digest(tasks)
+    found: list[tuple[float, Path, dict[str, Any]]] = []
+    others: list[str] = []
+    for folder in sorted(eval_dir.glob(f".eval_{stage}{RESUME_MARK}*")):
+        path = partial_path(folder)
+        try:
+            data = json.loads(path.read_text())
+            digest, n = data["fingerprint"]["tasks"], len(data["completions"])
+        except (OSError, ValueError, KeyError, TypeError):
+            others.append(f"{folder.name} (no readable completions.json)")
+            continue
+        if digest == want and n == len(tasks):
+            found.append((path.stat().st_mtime, folder, data))
+        else:
+            others.append(f"{folder.name} ({n} tasks, digest {digest})")
+    if found:
+        _, folder, data = max(found, key=lambda f: f[0])
+        return folder, data
+    seen = "; ".join(others) or "none"
+    raise ValueError(f"no kept generation of stage {stage!r} under {eval_dir} for these {len(tasks)} tasks "
+                     f"(digest {want}); found: {seen}. Pass the session's --profile and -p settings")

@@ -9,11 +9,15 @@ KernelBench with the 135M model (docs/RESULTS.md, eighth session), the order cha
 constructor was not what failed there). `model_first` is the default because the current figures
 were measured with it; `as_written` keeps the data stage's order.
 
-Moving the class up is a pure reordering: module-level functions are looked up when `forward` runs,
-not when the class is defined. It is done only where that is provably so: the class body holds only
-method definitions (and a docstring), and everything evaluated when the class statement runs
-(bases, decorators, default values, annotations) names only what the imports bound or builtins.
-Otherwise the module is returned unchanged.
+Moving the class up is a reordering: module-level functions are looked up when `forward` runs, not
+when the class is defined. It is done only where nothing the class statement evaluates can tell the
+orders apart: its body holds only method definitions (and a docstring); what runs when it is defined
+(bases, class keywords, decorators, default values, annotations) calls nothing and reads only names
+the imports bound or builtins; the statements it moves ahead of only define functions and assign
+names, and none of them binds `ModelNew` or a name the class statement reads, or looks `ModelNew` up
+(by name, by the string, or through `globals()` and the like). One assumption is left:
+that a call among those statements (a decorator, an assigned value) does not rebind an attribute of
+an imported module that the class statement reads. Otherwise the module is returned unchanged.
 """
 
 from __future__ import annotations
@@ -28,26 +32,33 @@ LAYOUTS = ("model_first", "as_written")
 
 def model_first(code: str) -> str:
     """`code` with its top-level `class ModelNew` moved to just after the leading imports, or `code`
-    unchanged where that would not be the same program (or it is already first, or absent)."""
+    unchanged where that could change the program (or it is already first, or absent)."""
     try:
-        tree = ast.parse(code)
-    except SyntaxError:
+        return _model_first(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # a module too deep for ast: left as it is
         return code
+
+
+def _model_first(code: str) -> str:
+    tree = ast.parse(code)
     body = tree.body
     head = _import_block_end(body)
     index = next((i for i, n in enumerate(body) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
-    if index is None or index <= head or not _movable(body[index], body[:head], _future_annotations(body)):
+    if index is None or index <= head:
         return code
     if any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in body[index + 1:]):
         return code  # redefined later: the last definition wins, so the order matters
-    lines = code.splitlines()
     cls = body[index]
+    reads = _class_reads(cls, _future_annotations(body))
+    bound = _bindings(body[head:index])
+    if reads is None or bound is None or "ModelNew" in bound or reads & bound \
+            or not reads <= _bound_by_imports(body[:head]) | set(dir(builtins)):
+        return code
+    lines = code.splitlines()
     start = min([cls.lineno] + [d.lineno for d in cls.decorator_list]) - 1
     # comment lines directly above the class travel with it
     while start > 0 and lines[start - 1].lstrip().startswith("#"):
         start -= 1
-    if start < body[index - 1].end_lineno:  # a statement shares the class's lines (`x = 1; class ...`)
-        return code
     block = lines[start:cls.end_lineno]
     rest = lines[:start] + lines[cls.end_lineno:]
     cut = body[head - 1].end_lineno if head else 0
@@ -62,7 +73,7 @@ def relaid_completion(completion: str, solution: str, layout: str) -> str:
     own records) is kept as it is."""
     if layout not in LAYOUTS:
         raise ValueError(f"answer layout {layout!r} is not one of {', '.join(LAYOUTS)}")
-    if layout == "as_written" or not solution or completion != format_completion(solution):
+    if layout == "as_written" or not solution.strip() or completion != format_completion(solution):
         return completion
     return format_completion(model_first(solution))
 
@@ -103,10 +114,10 @@ def _bound_by_imports(head: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _movable(cls: ast.ClassDef, head: list[ast.stmt], lazy_annotations: bool) -> bool:
-    """Does running this class statement right after the imports give the same class? Only method
-    definitions (and a docstring or `pass`) in its body, and every name read while it runs bound by
-    the imports or a builtin."""
+def _class_reads(cls: ast.ClassDef, lazy_annotations: bool) -> set[str] | None:
+    """The names the class statement reads while it runs, or None where it could do more than read
+    names: a body statement other than a method (or docstring, `pass`), or a call, lambda,
+    comprehension or assignment expression among what it evaluates."""
     evaluated: list[ast.AST] = [*cls.bases, *cls.keywords, *cls.decorator_list]
     for i, node in enumerate(cls.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -120,15 +131,52 @@ def _movable(cls: ast.ClassDef, head: list[ast.stmt], lazy_annotations: bool) ->
                                              and isinstance(node.value, ast.Constant)):
             continue
         else:
-            return False
-    known = _bound_by_imports(head) | set(dir(builtins))
+            return None
+    names: set[str] = set()
     for expr in evaluated:
         for sub in ast.walk(expr):
-            if isinstance(sub, (ast.Lambda, ast.NamedExpr, ast.comprehension)):
-                return False  # scopes and bindings of their own: not worth reasoning about
-            if isinstance(sub, ast.Name) and sub.id not in known:
-                return False
-    return True
+            if isinstance(sub, (ast.Call, ast.Lambda, ast.NamedExpr, ast.comprehension, ast.Await, ast.Yield,
+                                ast.YieldFrom)):
+                return None
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+    return names
+
+
+def _bindings(stmts: list[ast.stmt]) -> set[str] | None:
+    """The names the statements the class would move ahead of bind, or None where they do more than
+    define functions and assign names (a bare call, another class, an import, an attribute or item
+    assignment, control flow): those could change what the class statement sees."""
+    names: set[str] = set()
+    executed: list[ast.AST] = []  # what runs at module level: values, decorators, defaults, annotations
+    for node in stmts:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+            a = node.args
+            executed += [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
+                         *(x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.annotation),
+                         *([node.returns] if node.returns else [])]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            executed += [node.value] if node.value is not None else []
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                parts = t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]
+                if not all(isinstance(p, ast.Name) for p in parts):
+                    return None
+                names.update(p.id for p in parts)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a bare string
+        else:
+            return None
+    for expr in executed:  # nothing there may look ModelNew up, by name or through the module's namespace
+        for sub in ast.walk(expr):
+            if isinstance(sub, ast.Name) and sub.id in ("ModelNew", *_NAMESPACE_READERS) \
+                    or isinstance(sub, ast.Constant) and sub.value == "ModelNew":
+                return None
+    return names
+
+
+_NAMESPACE_READERS = ("globals", "vars", "locals", "eval", "exec", "__import__", "__name__")
 
 
 def _same_statements(before: ast.Module, text: str, index: int, head: int) -> bool:

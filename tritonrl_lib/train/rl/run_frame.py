@@ -174,6 +174,8 @@ def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str
     if not rl["train_task_max_mb"]:
         del rl["train_task_max_mb"]  # no cap: runs fingerprinted before it existed still resume
     train = {k: getattr(cfg.sft, k) for k in ("per_device_batch_size", "grad_accum_steps", "max_seq_len", "packing")}
+    if "replay_ratio" in rl and cfg.sft.answer_layout != "as_written":
+        train["answer_layout"] = cfg.sft.answer_layout  # replayed corpus rows are laid out so; as_written as before
     if world > 1:  # only then: one process's fingerprint is as before, so its runs written then still resume
         train["world"] = world
     return {"method": method, "rl": rl, "model": dataclasses.asdict(cfg.model), "seed": cfg.seed,

@@ -137,6 +137,8 @@ def _record_problem(rec: Any) -> str | None:
 def fingerprint(cfg: RunConfig, data_file: Path, world_size: int, max_steps: int | None = None) -> dict[str, Any]:
     """What the trained adapter depends on; a checkpoint is reused or resumed only when this matches."""
     sft = {k: v for k, v in dataclasses.asdict(cfg.sft).items() if k not in _NOT_IN_FINGERPRINT}
+    if sft["answer_layout"] == "as_written":
+        del sft["answer_layout"]  # the order adapters were trained on before the setting: they still match
     return {"model": dataclasses.asdict(cfg.model), "sft": sft, "seed": cfg.seed,
             "data_sha256": file_sha256(data_file), "world_size": world_size, "max_steps": max_steps}
 
