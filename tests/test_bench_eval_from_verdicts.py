@@ -76,7 +76,7 @@ def _keep(eval_dir: Path, name: str, digest: str, n: int) -> Path:
     return folder
 
 
-def test_answers_kept_for_another_task_list_are_refused(tmp_path, capsys):
+def test_answers_kept_for_another_task_list_are_refused(tmp_path, capsys, monkeypatch):
     """Kept answers are matched to tasks by position: answers kept for another profile's held-out list
     would be judged against the wrong problems. Only the folder made for this list is taken, whatever
     the folders' names (ordered by digest, so arbitrary); none, and both scripts stop saying why."""
@@ -84,6 +84,7 @@ def test_answers_kept_for_another_task_list_are_refused(tmp_path, capsys):
     from tritonrl_lib.eval.record import tasks_digest
     from tritonrl_lib.eval.resume import kept_for_tasks
 
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the shrunk script sets it for its process: not for later tests
     cfg = load_config("cpu", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "base", "eval_tasks": "builtin"})
     tasks = load_eval_tasks(cfg, cfg.paths)
     eval_dir = tmp_path / "eval"
