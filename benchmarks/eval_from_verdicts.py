@@ -87,6 +87,20 @@ def find_where(kept: KeptVerdicts, probes: list) -> str | None:
     return None
 
 
+def load_kept(root: Path, stage: str, profile: str, params: list[str]):
+    """(config, held-out task list, kept folder, its completions.json) of a session's cut evaluation of
+    `stage`, with the session's profile and settings; SystemExit naming what was found when no kept
+    generation was made for that task list. Shared with eval_shrunk_on_cpu.py."""
+    cfg = load_config(profile, overrides={**parse_cli_overrides(params), "outputs_dir": str(root / "runs"),
+                                          "run": "base"})
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    try:
+        folder, data = kept_for_tasks(root / "eval", stage, tasks)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    return cfg, tasks, folder, data
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path)
@@ -104,13 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.verifier_version:
         cache_module.VERIFIER_VERSION = args.verifier_version
     root = args.root.resolve()
-    cfg = load_config(args.profile, overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"),
-                                               "run": "base"})
-    tasks = load_eval_tasks(cfg, cfg.paths)
-    try:
-        folder, data = kept_for_tasks(root / "eval", args.stage, tasks)
-    except ValueError as e:
-        raise SystemExit(str(e)) from None
+    cfg, tasks, folder, data = load_kept(root, args.stage, args.profile, args.param)
     texts = [[c["text"] for c in cs] for cs in data["completions"]]
     kept = KeptVerdicts(cfg, VerdictCache(folder / "verdicts"), args.where)
     if not args.where:

@@ -23,10 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from eval_from_verdicts import load_kept  # noqa: E402
 from kernelbench_common import shrink  # noqa: E402
-from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
-from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
-from tritonrl_lib.eval.resume import kept_for_tasks  # noqa: E402
 from tritonrl_lib.tasks.task import Task  # noqa: E402
 from tritonrl_lib.verify.pool import VerifierPool  # noqa: E402
 
@@ -45,13 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("TRITON_INTERPRET", "1")
     root = Path(args.root).resolve()
-    cfg = load_config(args.profile, overrides={**parse_cli_overrides(args.param), "outputs_dir": str(root / "runs"),
-                                               "run": "base"})
-    tasks = load_eval_tasks(cfg, cfg.paths)
-    try:
-        _, kept = kept_for_tasks(root / "eval", args.stage, tasks)
-    except ValueError as e:
-        ap.error(str(e))
+    cfg, tasks, _, kept = load_kept(root, args.stage, args.profile, args.param)
     completions = kept["completions"]
     flat_tasks, texts = [], []
     for task, samples in zip(tasks, completions):

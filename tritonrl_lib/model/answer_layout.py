@@ -114,6 +114,17 @@ def _bound_by_imports(head: list[ast.stmt]) -> set[str]:
     return names
 
 
+def _definition_time(fn: ast.FunctionDef | ast.AsyncFunctionDef, lazy_annotations: bool) -> list[ast.expr]:
+    """What runs when `def` itself runs: decorators, default values and (unless postponed) annotations."""
+    a = fn.args
+    out = [*fn.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None)]
+    if not lazy_annotations:
+        every = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
+        out += [x.annotation for x in every if x.annotation is not None]
+        out += [fn.returns] if fn.returns is not None else []
+    return out
+
+
 def _class_reads(cls: ast.ClassDef, lazy_annotations: bool) -> set[str] | None:
     """The names the class statement reads while it runs, or None where it could do more than read
     names: a body statement other than a method (or docstring, `pass`), or a call, lambda,
@@ -121,12 +132,7 @@ def _class_reads(cls: ast.ClassDef, lazy_annotations: bool) -> set[str] | None:
     evaluated: list[ast.AST] = [*cls.bases, *cls.keywords, *cls.decorator_list]
     for i, node in enumerate(cls.body):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            a = node.args
-            evaluated += [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None)]
-            if not lazy_annotations:
-                every = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(x for x in (a.vararg, a.kwarg) if x)]
-                evaluated += [x.annotation for x in every if x.annotation is not None]
-                evaluated += [node.returns] if node.returns is not None else []
+            evaluated += _definition_time(node, lazy_annotations)
         elif isinstance(node, ast.Pass) or (i == 0 and isinstance(node, ast.Expr)
                                              and isinstance(node.value, ast.Constant)):
             continue
@@ -152,10 +158,7 @@ def _bindings(stmts: list[ast.stmt]) -> set[str] | None:
     for node in stmts:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(node.name)
-            a = node.args
-            executed += [*node.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d is not None),
-                         *(x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.annotation),
-                         *([node.returns] if node.returns else [])]
+            executed += _definition_time(node, lazy_annotations=False)
         elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             executed += [node.value] if node.value is not None else []
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
