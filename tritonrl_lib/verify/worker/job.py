@@ -325,7 +325,6 @@ def _run_once(job: M.Job, base_dir: str, conn: Any, queued: int | None, judge: J
         child_job = {**job, "collect_reference": True}
 
     def started(pid: int) -> None:
-        judge.mark("launched")
         if conn is not None:
             try:
                 conn.send(M.Started(type=M.STARTED, child=pid))
@@ -350,6 +349,9 @@ def _run_once(job: M.Job, base_dir: str, conn: Any, queued: int | None, judge: J
                                 count=spares_wanted(s, queued))
         return [x.identity for x in started]
 
+    # marked as the child is handed its job, before it can run: after the fork its own marks (@setup)
+    # could come first, and a trace's points would not read in order
+    judge.mark("launched")
     try:
         outcome = run_sandboxed(lambda ch: child_main(child_job, ch), judge.on_message, limits, workdir,
                                 watch_fd=conn.fileno() if conn is not None else None, on_start=started,
