@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Issue 30's measurement on ONE GPU in one device session: SFT, then best-of-N and GRPO side by side on
+# the same GPU (half the host each), then the evaluation of all three on the held-out KernelBench
+# problems at published sizes (generation, then one verification pass, task by task). The stages run in
+# the background (setsid), so a device call that ends, or a lost connection, does not stop them; each
+# later call watches and packs what is small.
+#
+#   bash benchmarks/kernelbench_session.sh start  R KB   # starts the plan in the background (data folder of R ready)
+#   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
+#   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
+#                                                        # R's kept completions (benchmarks/verify_kept.py)
+#
+# R is a gpu_rl_session.py folder whose data stage ran ahead (here on the CPU: its 4,000-example corpus
+# takes 20 minutes on 2 cores, RL's training sizes 6 more, python -c "...tasks_for_training(...)"; see
+# docs/RESULTS.md, ninth session); KB a KernelBench checkout. Logs: $LOGS (default /tmp/logs)/NAME.log,
+# NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the evaluation's records and
+# kept folders; no weights). Measured on one H200 (2026-11-28): SFT 289 s; side by side, a best-of-N round
+# 165 s and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
+set -u
+LOGS=${LOGS:-/tmp/logs}
+OUT=${OUT:-$PWD/kernelbench_session_out}
+PY=${PY:-python}
+KB_ONLY="heldout_sets=[kernelbench]"   # the evaluation on the held-out KernelBench problems alone
+cmd=${1:?start, watch or verify}
+
+step() {  # step NAME command...: run it, log it, leave its exit status in NAME.done
+  local name=$1; shift
+  echo "$(date +%T) start $name"
+  "$@" > "$LOGS/$name.log" 2>&1
+  local rc=$?
+  echo $rc > "$LOGS/$name.done"
+  echo "$(date +%T) end $name rc=$rc"
+}
+
+plan() {  # the stages, one after another (RL's two methods side by side)
+  local R=$1 KB=$2
+  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB"
+  step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" &
+  sleep 20  # the first loads its model and starts its pool before the second asks the host for as much
+  step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB"
+  wait
+  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
+}
+
+copy_tree() {  # the tree as it is now, without the environment, caches and outputs
+  rm -rf /tmp/kbs-repo && mkdir -p /tmp/kbs-repo
+  tar cf - --exclude=./.venv --exclude=./.device/cache --exclude=./outputs --exclude=./.git . | tar xf - -C /tmp/kbs-repo
+}
+
+pack() {
+  local R=${R:-/tmp/gs}
+  mkdir -p "$OUT"
+  (cd "$R" 2>/dev/null && tar czf "$OUT/res.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' \
+      $(ls -d summary.* session_log.jsonl eval runs/*/logs 2>/dev/null) -C "$(dirname "$LOGS")" "$(basename "$LOGS")")
+  ls -la "$OUT"
+}
+
+watch() {  # progress every 30 s until W seconds have passed or the last step is done, then pack
+  local t0 last=${LAST:-eval}
+  t0=$(date +%s)
+  while [ $(( $(date +%s) - t0 )) -lt "${W:-540}" ]; do
+    sleep 30
+    echo "== $(date +%T) $(tail -2 "$LOGS/plan.log" 2>/dev/null | tr '\n' ' ')"
+    for f in "$LOGS"/*.log; do
+      [ "$(basename "$f")" = plan.log ] && continue
+      echo "  $(basename "$f"): $(tail -c 300 "$f" | tr '\r' '\n' | tail -1 | cut -c1-200)"
+    done
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null
+    [ -f "$LOGS/$last.done" ] && break
+  done
+  pack
+}
+
+case $cmd in
+  start)
+    R=${2:?R} KB=${3:?KB}
+    mkdir -p "$LOGS"
+    # the plan runs from a copy of the tree: a later device call replaces the working tree it came in
+    copy_tree
+    (cd /tmp/kbs-repo && setsid nohup bash benchmarks/kernelbench_session.sh _plan "$R" "$KB" \
+        > "$LOGS/plan.log" 2>&1 < /dev/null &)
+    ;;
+  _plan) plan "$2" "$3" ;;
+  verify)
+    R=${2:?R} KB=${3:?KB}
+    mkdir -p "$LOGS"
+    copy_tree
+    (cd /tmp/kbs-repo && setsid nohup bash -c "$(declare -f step); LOGS=$LOGS; step verify $PY \
+        benchmarks/verify_kept.py '$R' --stages sft,rl_best_of_n,rl_grpo -p kernelbench='$KB' -p '$KB_ONLY'" \
+        > "$LOGS/plan.log" 2>&1 < /dev/null &)
+    ;;
+  watch) watch ;;
+  pack) pack ;;
+  *) echo "usage: $0 start R KB | watch | verify R KB | pack" >&2; exit 2 ;;
+esac
