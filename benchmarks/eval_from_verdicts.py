@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
+from tritonrl_lib.eval.record import device_description, settings_fingerprint  # noqa: E402
 from tritonrl_lib.eval.resume import kept_for_tasks  # noqa: E402
 from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
 from tritonrl_lib.report import kernelbench as K  # noqa: E402
@@ -87,15 +88,29 @@ def find_where(kept: KeptVerdicts, probes: list) -> str | None:
     return None
 
 
-def load_kept(root: Path, stage: str, profile: str, params: list[str]):
-    """(config, held-out task list, kept folder, its completions.json) of a session's cut evaluation of
-    `stage`, with the session's profile and settings; SystemExit naming what was found when no kept
-    generation was made for that task list. Shared with eval_shrunk_on_cpu.py."""
-    cfg = load_config(profile, overrides={**parse_cli_overrides(params), "outputs_dir": str(root / "runs"),
-                                          "run": "base"})
-    tasks = load_eval_tasks(cfg, cfg.paths)
+def session_config(root: Path, profile: str, params: list[str]):
+    """The session's configuration as gpu_rl_session.py builds it: the profile, the -p settings, then the
+    SFT settings its development set chose (chosen_sft.json), if it chose."""
     try:
-        folder, data = kept_for_tasks(root / "eval", stage, tasks)
+        chosen = json.loads((root / "chosen_sft.json").read_text()).get("overrides", {})
+    except (OSError, ValueError, AttributeError):
+        chosen = {}
+    return load_config(profile, overrides={**parse_cli_overrides(params), **chosen, "outputs_dir": str(root / "runs"),
+                                           "run": "base"})
+
+
+def load_kept(root: Path, stage: str, profile: str, params: list[str], device: str | None = None):
+    """(config, held-out task list, kept folder, its completions.json) of a session's cut evaluation of
+    `stage`, with the session's profile and settings: only a folder made for this task list with these
+    sampling and verifier settings (and, with `device`, on this machine's kind of GPU) is taken;
+    SystemExit naming what was found otherwise. Shared with eval_shrunk_on_cpu.py and verify_kept.py."""
+    cfg = session_config(root, profile, params)
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    expect = settings_fingerprint(tasks=tasks, sampling=eval_sampling(cfg, None), cfg=cfg)
+    if device is not None:
+        expect["device"] = device_description(device) if device == "cuda" else device
+    try:
+        folder, data = kept_for_tasks(root / "eval", stage, tasks, expect)
     except ValueError as e:
         raise SystemExit(str(e)) from None
     return cfg, tasks, folder, data

@@ -7,6 +7,7 @@
 #
 #   bash benchmarks/kernelbench_session.sh start  R KB   # starts the plan in the background (data folder of R ready)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
+#                                                        # (until the last step started, eval or verify, is done)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
 #                                                        # R's kept completions (benchmarks/verify_kept.py)
 #
@@ -17,24 +18,28 @@
 # kept folders; no weights). Measured on one H200 (2026-11-28): SFT 289 s; side by side, a best-of-N round
 # 165 s and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
 set -u
+CALLER=$PWD   # R and KB are read relative to where the command was typed
+cd "$(dirname "$0")/.." || exit 1   # the repository root: the tree the plan runs from
 LOGS=${LOGS:-/tmp/logs}
 OUT=${OUT:-$PWD/kernelbench_session_out}
 PY=${PY:-python}
 KB_ONLY="heldout_sets=[kernelbench]"   # the evaluation on the held-out KernelBench problems alone
-cmd=${1:?start, watch or verify}
+TREE=/tmp/kbs-repo                      # the plan runs from a copy: a later device call replaces the tree it came in
+cmd=${1:?start, watch, verify or pack}
 
-step() {  # step NAME command...: run it, log it, leave its exit status in NAME.done
+step() {  # step NAME command...: run it (OUT unset: gpu_rl_session would export into a later call's $OUT), log it
   local name=$1; shift
   echo "$(date +%T) start $name"
-  "$@" > "$LOGS/$name.log" 2>&1
+  env -u OUT "$@" > "$LOGS/$name.log" 2>&1
   local rc=$?
   echo $rc > "$LOGS/$name.done"
   echo "$(date +%T) end $name rc=$rc"
+  return $rc
 }
 
-plan() {  # the stages, one after another (RL's two methods side by side)
+plan() {  # the stages, one after another (RL's two methods side by side); a failed SFT stops the rest
   local R=$1 KB=$2
-  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB"
+  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" || return
   step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" &
   sleep 20  # the first loads its model and starts its pool before the second asks the host for as much
   step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB"
@@ -42,21 +47,39 @@ plan() {  # the stages, one after another (RL's two methods side by side)
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
 }
 
-copy_tree() {  # the tree as it is now, without the environment, caches and outputs
-  rm -rf /tmp/kbs-repo && mkdir -p /tmp/kbs-repo
-  tar cf - --exclude=./.venv --exclude=./.device/cache --exclude=./outputs --exclude=./.git . | tar xf - -C /tmp/kbs-repo
+background() {  # background LAST R KB: the tree copied, then `_LAST R KB` in a session of its own
+  local last=$1 R KB
+  R=$(cd "$CALLER" && realpath -m "$2") KB=$(cd "$CALLER" && realpath -m "$3")
+  mkdir -p "$LOGS"
+  if [ -f "$LOGS/plan.pid" ] && kill -0 "$(cat "$LOGS/plan.pid")" 2>/dev/null; then
+    echo "a plan is running (pid $(cat "$LOGS/plan.pid"), $LOGS/plan.log): watch it, or stop it first" >&2
+    exit 1
+  fi
+  rm -f "$LOGS"/*.done
+  echo "$R" > "$LOGS/root"
+  echo "$last" > "$LOGS/last"
+  rm -rf "$TREE" && mkdir -p "$TREE"
+  tar cf - --exclude=./.venv --exclude=./.device/cache --exclude=./outputs --exclude=./.git . | tar xf - -C "$TREE"
+  (cd "$TREE" && LOGS=$LOGS PY=$PY setsid nohup bash benchmarks/kernelbench_session.sh "_$last" "$R" "$KB" \
+      > "$LOGS/plan.log" 2>&1 < /dev/null & echo $! > "$LOGS/plan.pid")
 }
 
-pack() {
-  local R=${R:-/tmp/gs}
+pack() {  # logs always; the session folder's small files where it is
+  local R
+  R=$(cat "$LOGS/root" 2>/dev/null)
   mkdir -p "$OUT"
-  (cd "$R" 2>/dev/null && tar czf "$OUT/res.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' \
-      $(ls -d summary.* session_log.jsonl eval runs/*/logs 2>/dev/null) -C "$(dirname "$LOGS")" "$(basename "$LOGS")")
+  local small=()
+  if [ -n "$R" ] && [ -d "$R" ]; then
+    small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs 2>/dev/null))
+  fi
+  tar czf "$OUT/res.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' "${small[@]}" \
+      -C "$(dirname "$LOGS")" "$(basename "$LOGS")"
   ls -la "$OUT"
 }
 
 watch() {  # progress every 30 s until W seconds have passed or the last step is done, then pack
-  local t0 last=${LAST:-eval}
+  local t0 last
+  last=${LAST:-$(cat "$LOGS/last" 2>/dev/null || echo eval)}
   t0=$(date +%s)
   while [ $(( $(date +%s) - t0 )) -lt "${W:-540}" ]; do
     sleep 30
@@ -72,23 +95,10 @@ watch() {  # progress every 30 s until W seconds have passed or the last step is
 }
 
 case $cmd in
-  start)
-    R=${2:?R} KB=${3:?KB}
-    mkdir -p "$LOGS"
-    # the plan runs from a copy of the tree: a later device call replaces the working tree it came in
-    copy_tree
-    (cd /tmp/kbs-repo && setsid nohup bash benchmarks/kernelbench_session.sh _plan "$R" "$KB" \
-        > "$LOGS/plan.log" 2>&1 < /dev/null &)
-    ;;
-  _plan) plan "$2" "$3" ;;
-  verify)
-    R=${2:?R} KB=${3:?KB}
-    mkdir -p "$LOGS"
-    copy_tree
-    (cd /tmp/kbs-repo && setsid nohup bash -c "$(declare -f step); LOGS=$LOGS; step verify $PY \
-        benchmarks/verify_kept.py '$R' --stages sft,rl_best_of_n,rl_grpo -p kernelbench='$KB' -p '$KB_ONLY'" \
-        > "$LOGS/plan.log" 2>&1 < /dev/null &)
-    ;;
+  start) background eval "${2:?R}" "${3:?KB}" ;;
+  verify) background verify "${2:?R}" "${3:?KB}" ;;
+  _eval) plan "$2" "$3" ;;
+  _verify) step verify "$PY" benchmarks/verify_kept.py "$2" -p kernelbench="$3" -p "$KB_ONLY" ;;
   watch) watch ;;
   pack) pack ;;
   *) echo "usage: $0 start R KB | watch | verify R KB | pack" >&2; exit 2 ;;

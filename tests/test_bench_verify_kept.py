@@ -1,8 +1,10 @@
 """benchmarks/verify_kept.py: a cut evaluation's kept completions verified on a machine without the weights.
 
-Every stage's verdict folder must receive each verdict (under the pool's keys, as the evaluation itself
-stores them), the completions of all stages are verified in one pass with duplicates once, and a second
-call finds what the first verified and verifies nothing again.
+The kept folders are made as the evaluation makes them (named after the real fingerprint, completions
+written by eval/resume.py). Every stage's folder must receive each verdict under the evaluation's own keys:
+the evaluation, resumed afterwards, must find every verdict there and run no job. The completions of all
+stages are verified in one pass, task by task, duplicates once; a second call verifies nothing again;
+folders made with other verifier settings are refused, not verified under the wrong rules.
 """
 
 from __future__ import annotations
@@ -11,9 +13,14 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from tritonrl_lib.core.config import load_config
 from tritonrl_lib.eval.heldout import load_eval_tasks
-from tritonrl_lib.eval.record import tasks_digest
+from tritonrl_lib.eval.record import fingerprint
+from tritonrl_lib.eval.resume import partial_path, resume_dir, write_partial
+from tritonrl_lib.eval.run import ModelToEval, eval_sampling, evaluate_models
+from tritonrl_lib.verify.pool import VerifierPool
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS = ["eval_tasks=builtin", "workers=1"]
@@ -26,41 +33,75 @@ def _script():
     return mod
 
 
-def _keep(eval_dir: Path, stage: str, digest: str, answers: list[list[str]]) -> Path:
-    folder = eval_dir / f".eval_{stage}.resume-0000"
-    folder.mkdir(parents=True)
-    rows = [[{"prompt_index": i, "sample_index": j, "text": t} for j, t in enumerate(cs)] for i, cs in enumerate(answers)]
-    (folder / "completions.json").write_text(json.dumps({"fingerprint": {"tasks": digest}, "completions": rows}))
-    return folder
-
-
 def _kept(folder: Path) -> dict[str, dict]:
     return {p.name: json.loads(p.read_text()) for p in sorted((folder / "verdicts").rglob("*.json"))}
 
 
-def test_kept_completions_are_verified_once_into_every_stage_folder(tmp_path, monkeypatch, capsys):
+def _cfg(root: Path, **more):
+    return load_config("cpu", overrides={"outputs_dir": str(root / "runs"), "run": "base", "eval_tasks": "builtin",
+                                         "workers": 1, **more})
+
+
+def test_kept_completions_are_verified_once_where_the_evaluation_finds_them(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    cfg = load_config("cpu", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "base", "eval_tasks": "builtin"})
+    cfg = _cfg(tmp_path)
     tasks = load_eval_tasks(cfg, cfg.paths)
     solved = 0
     right = f"```python\n{tasks[solved].reference_solution}\n```"
     wrong = right.replace("tl.minimum(tl.maximum(x, min_val), max_val)", "tl.maximum(x, min_val)")
     assert wrong != right  # the planted error must be there, or the test proves nothing
-    # every other task's answers have no code: the static check rejects them before any job
-    sft = [[right, wrong] if i == solved else ["no code"] for i in range(len(tasks))]
-    rl = [[right] if i == solved else ["no code"] for i in range(len(tasks))]
+    right2 = right.replace("```python\n", "```python\n# the same kernel, another text\n")
+    # the other task's answers have no code: the static check rejects them before any job
+    answers = {"sft": [[right, wrong] if i == solved else ["no code a", "no code b"] for i in range(len(tasks))],
+               "rl_grpo": [[right2, wrong] if i == solved else ["no code c", "no code a"] for i in range(len(tasks))]}
+    assert len(tasks) == 2 and solved == 0
+    sampling = eval_sampling(cfg, 2)
     eval_dir = tmp_path / "eval"
-    folders = [_keep(eval_dir, "sft", tasks_digest(tasks), sft), _keep(eval_dir, "rl_grpo", tasks_digest(tasks), rl)]
-    args = [str(tmp_path), "--stages", "sft,rl_grpo", "--profile", "cpu", *sum((["-p", p] for p in PARAMS), [])]
+    models, folders = [], []
+    for stage, cs in answers.items():
+        model = ModelToEval(stage, f"model-of-{stage}", None, eval_dir / f"eval_{stage}.json")
+        fp = fingerprint(model_stage=stage, spec=model.spec, tasks=tasks, sampling=sampling, cfg=cfg, device="cpu")
+        folder = resume_dir(model.out, fp)
+        write_partial(partial_path(folder), fp, cs, {})
+        models.append(model)
+        folders.append(folder)
+    args = [str(tmp_path), "--profile", "cpu", "-p", "eval_k=2", *sum((["-p", p] for p in PARAMS), [])]
 
+    order = []
+    real_map = VerifierPool.map
+    monkeypatch.setattr(VerifierPool, "map", lambda self, ts, texts, **kw: order.append(list(texts))
+                        or real_map(self, ts, texts, **kw))
     assert _script().main(args) == 0
-    assert ", 0 of them verified by an earlier call" in capsys.readouterr().out
+    # one pass, task by task (a task's answers of both stages together), each distinct answer once
+    assert order == [[right, wrong, right2, "no code a", "no code b", "no code c"]]
     first = [_kept(f) for f in folders]
     assert first[0] == first[1]  # each verdict stored in both stages' folders
-    verdicts = list(first[0].values())
-    assert len(verdicts) == 2  # the right answer twice (two stages) is verified once, the wrong one once
-    assert sorted(v["correct"] for v in verdicts) == [False, True]
+    assert sorted(v["correct"] for v in first[0].values()) == [False, True, True]  # the three with code
+    assert "0 had a verdict from an earlier call" in capsys.readouterr().out
 
-    assert _script().main(args) == 0  # every distinct answer found in the folders: nothing verified again
-    assert ", 3 of them verified by an earlier call" in capsys.readouterr().out
+    assert _script().main(args) == 0  # a second call: every answer found, nothing verified again
+    assert "4 had a verdict from an earlier call" in capsys.readouterr().out
     assert [_kept(f) for f in folders] == first
+
+    # the evaluation itself, resumed (its weights at hand again), finds every verdict: no job runs
+    monkeypatch.setattr(VerifierPool, "_run", lambda self, jobs: iter(()) if not jobs else pytest.fail(
+        f"the resumed evaluation ran {len(jobs)} job(s) verify_kept had verified"))
+    evals = evaluate_models(cfg, models, tasks, k=2, progress=False, log=lambda _m: None)
+    rates = {e.model_stage: e.record["metrics"]["correct_rate"] for e in evals}
+    assert rates["sft"] == rates["rl_grpo"] > 0
+
+
+def test_folders_made_with_other_verifier_settings_are_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    cfg = _cfg(tmp_path)
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    sampling = eval_sampling(cfg, 1)
+    out = tmp_path / "eval" / "eval_sft.json"
+    fp = fingerprint(model_stage="sft", spec="m", tasks=tasks, sampling=sampling, cfg=cfg, device="cpu")
+    write_partial(partial_path(resume_dir(out, fp)), fp, [["no code"] for _ in tasks], {})
+    args = [str(tmp_path), "--profile", "cpu", "-p", "eval_k=1", *sum((["-p", p] for p in PARAMS), [])]
+    with pytest.raises(SystemExit, match="nothing to verify"):
+        _script().main([*args, "-p", "atol=0.5"])  # a looser tolerance than the kept evaluation's
+    assert "made with other settings: verify" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no kept evaluation"):
+        _script().main([str(tmp_path / "elsewhere"), "--profile", "cpu"])

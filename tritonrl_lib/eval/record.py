@@ -97,15 +97,20 @@ def tasks_digest(tasks: Sequence[Task]) -> str:
 def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig,
                 device: str) -> dict[str, Any]:
     """Everything an eval record's numbers depend on."""
+    return {"stage": model_stage, "model": model_identity(spec),
+            "base_model": cfg.model.model if model_stage != "base" else None,
+            **settings_fingerprint(tasks=tasks, sampling=sampling, cfg=cfg),
+            # speedups depend on the GPU model; CPU verdicts do not depend on the machine
+            "device": device_description(device) if device == "cuda" else device}
+
+
+def settings_fingerprint(*, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig) -> dict[str, Any]:
+    """The part of `fingerprint` that names neither the model nor the machine: what a kept evaluation is
+    checked against where its weights are not at hand (eval/resume.py's kept_for_tasks)."""
     sampling_d = {k: v for k, v in dataclasses.asdict(sampling).items() if k != "notes"}
     speed_only = set(VERIFY_SPEED_ONLY) - {"workers_per_gpu", "train_workers_per_gpu"}  # these size large tasks' sets
     verify_d = {k: v for k, v in dataclasses.asdict(cfg.verify).items() if k not in speed_only}
-    return {"format": EVAL_FORMAT, "stage": model_stage, "model": model_identity(spec),
-            "base_model": cfg.model.model if model_stage != "base" else None,
-            "tasks": tasks_digest(tasks),
-            "sampling": sampling_d, "verify": verify_d,
-            # speedups depend on the GPU model; CPU verdicts do not depend on the machine
-            "device": device_description(device) if device == "cuda" else device,
+    return {"format": EVAL_FORMAT, "tasks": tasks_digest(tasks), "sampling": sampling_d, "verify": verify_d,
             "dtype": cfg.model.dtype, "quant": [cfg.model.load_in_8bit, cfg.model.load_in_4bit]}
 
 

@@ -77,28 +77,41 @@ def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
     return completions, data.get("generation") or {}
 
 
-def kept_for_tasks(eval_dir: Path, stage: str, tasks: Sequence[Task]) -> tuple[Path, dict[str, Any]]:
+def kept_stages(eval_dir: Path) -> list[str]:
+    """The model stages that kept an unfinished evaluation under `eval_dir` (any task list)."""
+    return sorted({p.name[len(".eval_"):p.name.index(RESUME_MARK)] for p in eval_dir.glob(f".eval_*{RESUME_MARK}*")})
+
+
+def kept_for_tasks(eval_dir: Path, stage: str, tasks: Sequence[Task],
+                   expect: dict[str, Any] | None = None) -> tuple[Path, dict[str, Any]]:
     """(folder, completions.json) of the kept generation of `stage` under `eval_dir` made for exactly
     `tasks` (a cut evaluation, scored or read afterwards). Its answers are matched to tasks by
     position, so a folder of another task list (another profile's held-out sets, another split) is
-    never taken; among several of this list, the latest. ValueError says what was found otherwise."""
+    never taken; nor one whose fingerprint differs from `expect` in any key `expect` names (sampling,
+    verifier settings: record.settings_fingerprint), whose verdicts would be judged under other rules.
+    Among several that hold, the latest. ValueError says what was found otherwise."""
     from .record import tasks_digest  # record does not import this module: no cycle
 
     want = tasks_digest(tasks)
+    expect = json.loads(json.dumps(expect or {}, default=str))  # as completions.json holds it (tuples as lists)
     found: list[tuple[float, Path, dict[str, Any]]] = []
     others: list[str] = []
     for folder in sorted(eval_dir.glob(f".eval_{stage}{RESUME_MARK}*")):
         path = partial_path(folder)
         try:
             data = json.loads(path.read_text())
-            digest, n = data["fingerprint"]["tasks"], len(data["completions"])
+            fp = data["fingerprint"]
+            digest, n = fp["tasks"], len(data["completions"])
         except (OSError, ValueError, KeyError, TypeError):
             others.append(f"{folder.name} (no readable completions.json)")
             continue
-        if digest == want and n == len(tasks):
-            found.append((path.stat().st_mtime, folder, data))
-        else:
+        differ = sorted(k for k, v in expect.items() if fp.get(k) != v)
+        if digest != want or n != len(tasks):
             others.append(f"{folder.name} ({n} tasks, digest {digest})")
+        elif differ:
+            others.append(f"{folder.name} (made with other settings: {', '.join(differ)})")
+        else:
+            found.append((path.stat().st_mtime, folder, data))
     if found:
         _, folder, data = max(found, key=lambda f: f[0])
         return folder, data
