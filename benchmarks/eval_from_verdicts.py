@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
-from tritonrl_lib.eval.record import device_description, settings_fingerprint  # noqa: E402
+from tritonrl_lib.eval.record import device_fingerprint, settings_fingerprint  # noqa: E402
 from tritonrl_lib.eval.resume import kept_for_tasks  # noqa: E402
 from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
 from tritonrl_lib.report import kernelbench as K  # noqa: E402
@@ -99,21 +99,30 @@ def session_config(root: Path, profile: str, params: list[str]):
                                            "run": "base"})
 
 
-def load_kept(root: Path, stage: str, profile: str, params: list[str], device: str | None = None):
-    """(config, held-out task list, kept folder, its completions.json) of a session's cut evaluation of
-    `stage`, with the session's profile and settings: only a folder made for this task list with these
-    sampling and verifier settings (and, with `device`, on this machine's kind of GPU) is taken;
-    SystemExit naming what was found otherwise. Shared with eval_shrunk_on_cpu.py and verify_kept.py."""
+def session_tasks(root: Path, profile: str, params: list[str]):
+    """(config, held-out task list) of a session, as its evaluation loaded them."""
     cfg = session_config(root, profile, params)
-    tasks = load_eval_tasks(cfg, cfg.paths)
+    return cfg, load_eval_tasks(cfg, cfg.paths)
+
+
+def find_kept(root: Path, stage: str, cfg, tasks, device: str | None = None):
+    """(kept folder, its completions.json) of the session's cut evaluation of `stage`: only a folder made
+    for this task list with these sampling and verifier settings (and, with `device`, on this machine's
+    kind of GPU) is taken; SystemExit naming what was found otherwise."""
     expect = settings_fingerprint(tasks=tasks, sampling=eval_sampling(cfg, None), cfg=cfg)
     if device is not None:
-        expect["device"] = device_description(device) if device == "cuda" else device
+        expect["device"] = device_fingerprint(device)
     try:
-        folder, data = kept_for_tasks(root / "eval", stage, tasks, expect)
+        return kept_for_tasks(root / "eval", stage, tasks, expect)
     except ValueError as e:
         raise SystemExit(str(e)) from None
-    return cfg, tasks, folder, data
+
+
+def load_kept(root: Path, stage: str, profile: str, params: list[str]):
+    """(config, held-out task list, kept folder, its completions.json) of a session's cut evaluation of
+    `stage`, with the session's profile and settings (find_kept). Shared with eval_shrunk_on_cpu.py."""
+    cfg, tasks = session_tasks(root, profile, params)
+    return (cfg, tasks, *find_kept(root, stage, cfg, tasks))
 
 
 def main(argv: list[str] | None = None) -> int:

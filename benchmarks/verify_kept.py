@@ -14,7 +14,7 @@ the same keys. Verdicts already there are not verified again. Score afterwards w
 `benchmarks/eval_from_verdicts.py` (each stage) and compare with `benchmarks/compare_cut_evals.py`.
 
 Only folders made for the session's task list, with its sampling and verifier settings, on this machine's
-kind of GPU, are taken (eval_from_verdicts.load_kept); a stage named without one is left out and said so.
+kind of GPU, are taken (eval_from_verdicts.find_kept); a stage named without one is left out and said so.
 The verdict keys carry the GPU's name and the pool's budget, so the verdicts serve a later resume or score
 only from a machine of the same kind. Stop it whenever (Ctrl-C, SIGTERM from `timeout`): every verdict is
 stored as it comes, and the next call goes on from there.
@@ -31,26 +31,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from eval_from_verdicts import load_kept, session_config  # noqa: E402
+from eval_from_verdicts import find_kept, session_tasks  # noqa: E402
+from gpu_rl_session import EVAL_STAGES  # noqa: E402
 from tritonrl_lib.eval.resume import kept_stages, verdicts_dir  # noqa: E402
-from tritonrl_lib.eval.run import LazyPool  # noqa: E402
+from tritonrl_lib.eval.run import LazyPool, interleaved  # noqa: E402
 from tritonrl_lib.model.load import resolve_device  # noqa: E402
 from tritonrl_lib.verify.batch import verify_unique  # noqa: E402
 
-
-SESSION_ORDER = ("base", "sft", "rl_best_of_n", "rl_grpo")
-
-
-def interleaved(tasks, kept: dict[str, dict]) -> tuple[list, list[str]]:
-    """Every stage's kept completions as one list, task by task (a task's samples of every model
-    together, so its reference phase serves them all and a cut leaves the same tasks out of each)."""
-    flat_tasks, flat_text = [], []
-    for t_index, task in enumerate(tasks):
-        for data in kept.values():
-            for c in data["completions"][t_index]:
-                flat_tasks.append(task)
-                flat_text.append(c["text"])
-    return flat_tasks, flat_text
+SESSION_ORDER = ("base", *EVAL_STAGES)  # the order gpu_rl_session.py's evaluation lists its models in
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,15 +52,15 @@ def main(argv: list[str] | None = None) -> int:
     stages = [s for s in args.stages.split(",") if s] or sorted(kept_stages(root / "eval"), key=_session_order)
     if not stages:
         raise SystemExit(f"no kept evaluation under {root / 'eval'} (folders .eval_<stage>.resume-*)")
-    cfg = session_config(root, args.profile, args.param)
+    cfg, tasks = session_tasks(root, args.profile, args.param)
     if cfg.verify.verify_cache:
         raise SystemExit("verify_cache is on: such an evaluation keeps its verdicts in the verdict cache, not in "
                          "its kept folders; run the evaluation itself to resume it")
     device = resolve_device(cfg.device)
-    tasks, folders, kept = None, {}, {}
+    folders, kept = {}, {}
     for stage in stages:
         try:
-            cfg, tasks, folder, data = load_kept(root, stage, args.profile, args.param, device=device)
+            folder, data = find_kept(root, stage, cfg, tasks, device=device)
         except SystemExit as e:
             print(f"{stage}: left out: {e}")
             continue
@@ -80,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{stage}: {sum(len(c) for c in data['completions'])} kept completions in {folder.name}")
     if not kept:
         raise SystemExit("no stage has a kept evaluation made with these settings: nothing to verify")
-    flat_tasks, flat_text = interleaved(tasks, kept)
+    texts = [[[c["text"] for c in cs] for cs in data["completions"]] for data in kept.values()]
+    flat_tasks, flat_text, _, _ = interleaved(tasks, texts)
     pool = LazyPool(cfg)
     pool.keep_verdicts_in([verdicts_dir(f) for f in folders.values()])
     signal.signal(signal.SIGTERM, _interrupt)  # `timeout` stops it as Ctrl-C does: the pool closes its workers
@@ -99,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _session_order(stage: str) -> tuple[int, str]:
-    """The order gpu_rl_session.py's evaluation lists its models in (then any other stage by name)."""
+    """SESSION_ORDER, then any other stage by name."""
     return (SESSION_ORDER.index(stage) if stage in SESSION_ORDER else len(SESSION_ORDER), stage)
 
 

@@ -99,9 +99,12 @@ def fingerprint(*, model_stage: str, spec: str, tasks: Sequence[Task], sampling:
     """Everything an eval record's numbers depend on."""
     return {"stage": model_stage, "model": model_identity(spec),
             "base_model": cfg.model.model if model_stage != "base" else None,
-            **settings_fingerprint(tasks=tasks, sampling=sampling, cfg=cfg),
-            # speedups depend on the GPU model; CPU verdicts do not depend on the machine
-            "device": device_description(device) if device == "cuda" else device}
+            **settings_fingerprint(tasks=tasks, sampling=sampling, cfg=cfg), "device": device_fingerprint(device)}
+
+
+def device_fingerprint(device: str) -> str:
+    """The machine in a fingerprint: speedups depend on the GPU model; CPU verdicts do not depend on the machine."""
+    return device_description(device) if device == "cuda" else device
 
 
 def settings_fingerprint(*, tasks: Sequence[Task], sampling: EvalSampling, cfg: RunConfig) -> dict[str, Any]:

@@ -413,6 +413,26 @@ def _reuse_or_sample(cfg: RunConfig, m: ModelToEval, tasks: Sequence[Task], samp
     return _Sampled(m, fp, resume, [list(cs) for cs in completions], gen_stats, t0)
 
 
+def interleaved(tasks: Sequence[Task], per_model: Sequence[Sequence[Sequence[Any]]]
+                ) -> tuple[list[Task], list[str], list[tuple[int, int]], list[int]]:
+    """Several models' completions ([model][task][sample]: Completions or texts) as one list, task by task:
+    (tasks, texts, (model, index within that model's completions) of each, each model's count). A task's
+    samples of every model come together, so its cached reference serves them all and a cut-off leaves the
+    same tasks unverified in each (also benchmarks/verify_kept.py, which must verify in this order)."""
+    where: list[tuple[int, int]] = []
+    flat_tasks: list[Task] = []
+    flat_text: list[str] = []
+    offsets = [0] * len(per_model)
+    for t_index, task in enumerate(tasks):
+        for m_index, completions in enumerate(per_model):
+            for c in completions[t_index]:
+                where.append((m_index, offsets[m_index]))
+                offsets[m_index] += 1
+                flat_tasks.append(task)
+                flat_text.append(c if isinstance(c, str) else c.text)
+    return flat_tasks, flat_text, where, offsets
+
+
 def _verify_together(cfg: RunConfig, tasks: Sequence[Task], waiting: Sequence[_Sampled], sampling: EvalSampling,
                      pool, task_source: str, device: str, baselines: tuple[Any, str | None], force: bool,
                      progress: bool, log: Callable[[str], None]) -> list[ModelEval]:
@@ -420,17 +440,7 @@ def _verify_together(cfg: RunConfig, tasks: Sequence[Task], waiting: Sequence[_S
     each model's same tasks unverified, and a task's samples meet its cached reference together); write
     each model's record and clear its resume folder."""
     names = [w.model.model_stage for w in waiting]
-    where: list[tuple[int, int]] = []  # (model, flat index within that model's completions)
-    flat_tasks: list[Task] = []
-    flat_text: list[str] = []
-    offsets = [0] * len(waiting)
-    for t_index, task in enumerate(tasks):
-        for m_index, w in enumerate(waiting):
-            for c in w.completions[t_index]:
-                where.append((m_index, offsets[m_index]))
-                offsets[m_index] += 1
-                flat_tasks.append(task)
-                flat_text.append(c if isinstance(c, str) else c.text)
+    flat_tasks, flat_text, where, offsets = interleaved(tasks, [w.completions for w in waiting])
     log(f"{' + '.join(names)}: verifying {len(flat_text)} completions" + (" in one pass" if len(waiting) > 1 else ""))
     lazy = pool if isinstance(pool, LazyPool) else LazyPool(cfg) if pool is None else None
     folders = [verdicts_dir(w.resume) for w in waiting if w.resume is not None]
