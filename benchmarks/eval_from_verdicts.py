@@ -8,7 +8,8 @@ and `eval/.eval_<stage>.resume-*/` with `completions.json` and `verdicts/`). An 
 device call's limit keeps every verdict it reached; this scores all samples on the CPU without running
 the verifier: a sample whose verdict was kept gets it, a sample the static check rejects gets that verdict
 (recomputed here, as the pool does before it sends a job), and a sample never verified counts as wrong
-(reason `timeout`, error "not verified"), so rates are lower bounds; the unverified samples are listed.
+(reason `timeout`, error "not verified"; it passed the static check, so it counts as valid), so the
+compiled and correct rates are lower bounds; the unverified samples are listed.
 
 Each kept verdict is found under the verdict cache's key (verify/cache.py): the task source, the code,
 the policy, the settings and `where` (the GPU's model and the pool's budget description). `where` is
@@ -70,7 +71,8 @@ class KeptVerdicts:
                 verdict = self.cache.get(self.key(task, job))
             if verdict is None:
                 self.unverified[task.id] += 1
-                verdict = Verdict(task_id=task.id, stage="none", reason="timeout",
+                # it passed the static check (a sample that fails it got that verdict above), no more is known
+                verdict = Verdict(task_id=task.id, stage="static", reason="timeout",
                                   error="not verified: the evaluation was cut off before this sample")
             out.append(verdict)
         return out

@@ -42,6 +42,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -294,6 +295,16 @@ def _stop_all(procs: list[subprocess.Popen], grace_s: float = 30.0) -> None:
                 p.wait()
 
 
+def _raise_interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM (`timeout`, a scheduler) stops the process as Ctrl-C does: the stage records that it was
+    interrupted, the verifier pool closes its workers, and every verdict reached stays kept."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
 def trend(values: list[float | None]) -> float | None:
     """Least-squares slope per step of a series (None values left out; None when under 2 points)."""
     from tritonrl_lib.report.charts import linear_trend
@@ -492,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     s = Session(args)
     s.say(f"session call {s.call}: stages {', '.join(wanted)} in {s.root}")
+    interrupt_on_sigterm()
     rc = 0
     try:
         for stage in wanted:

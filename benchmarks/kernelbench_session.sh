@@ -6,6 +6,9 @@
 # later call watches and packs what is small.
 #
 #   bash benchmarks/kernelbench_session.sh start  R KB   # starts the plan in the background (data folder of R ready)
+#   bash benchmarks/kernelbench_session.sh start2 R KB   # the same on a host of two GPUs: SFT then best-of-N on GPU 0;
+#                                                        # the base model's evaluation (cut at BASE_S seconds, default
+#                                                        # 240) then GRPO on GPU 1; then the evaluation over both GPUs
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
@@ -47,6 +50,26 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
 }
 
+plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, on GPU 1; the evaluation on both
+  local R=$1 KB=$2
+  (
+    CUDA_VISIBLE_DEVICES=1 TRITONRL_HOST_POOLS=2 step base timeout -s TERM "${BASE_S:-240}" \
+        "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --with-base --eval-stages base \
+        -p kernelbench="$KB" -p "$KB_ONLY"
+    while [ ! -f "$LOGS/sft.done" ]; do sleep 5; done
+    [ "$(cat "$LOGS/sft.done")" = 0 ] || exit 1
+    CUDA_VISIBLE_DEVICES=1 step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
+        -p kernelbench="$KB"
+  ) &
+  if CUDA_VISIBLE_DEVICES=0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB"; then
+    CUDA_VISIBLE_DEVICES=0 step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
+        -p kernelbench="$KB"
+  fi
+  wait
+  [ "$(cat "$LOGS/sft.done")" = 0 ] || return
+  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
+}
+
 background() {  # background LAST R KB: the tree copied, then `_LAST R KB` in a session of its own
   local last=$1 R KB
   R=$(cd "$CALLER" && realpath -m "$2") KB=$(cd "$CALLER" && realpath -m "$3")
@@ -57,7 +80,7 @@ background() {  # background LAST R KB: the tree copied, then `_LAST R KB` in a 
   fi
   rm -f "$LOGS"/*.done
   echo "$R" > "$LOGS/root"
-  echo "$last" > "$LOGS/last"
+  echo "${last%2}" > "$LOGS/last"
   rm -rf "$TREE" && mkdir -p "$TREE"
   tar cf - --exclude=./.venv --exclude=./.device/cache --exclude=./outputs --exclude=./.git . | tar xf - -C "$TREE"
   (cd "$TREE" && LOGS=$LOGS PY=$PY setsid nohup bash benchmarks/kernelbench_session.sh "_$last" "$R" "$KB" \
@@ -96,10 +119,12 @@ watch() {  # progress every 30 s until W seconds have passed or the last step is
 
 case $cmd in
   start) background eval "${2:?R}" "${3:?KB}" ;;
+  start2) background eval2 "${2:?R}" "${3:?KB}" ;;
   verify) background verify "${2:?R}" "${3:?KB}" ;;
   _eval) plan "$2" "$3" ;;
+  _eval2) plan2 "$2" "$3" ;;
   _verify) step verify "$PY" benchmarks/verify_kept.py "$2" -p kernelbench="$3" -p "$KB_ONLY" ;;
   watch) watch ;;
   pack) pack ;;
-  *) echo "usage: $0 start R KB | watch | verify R KB | pack" >&2; exit 2 ;;
+  *) echo "usage: $0 start R KB | start2 R KB | watch | verify R KB | pack" >&2; exit 2 ;;
 esac

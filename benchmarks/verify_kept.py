@@ -23,7 +23,6 @@ stored as it comes, and the next call goes on from there.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from eval_from_verdicts import find_kept, session_tasks  # noqa: E402
-from gpu_rl_session import EVAL_STAGES  # noqa: E402
+from gpu_rl_session import EVAL_STAGES, interrupt_on_sigterm  # noqa: E402
 from tritonrl_lib.eval.resume import kept_stages, verdicts_dir  # noqa: E402
 from tritonrl_lib.eval.run import LazyPool, interleaved  # noqa: E402
 from tritonrl_lib.model.load import resolve_device  # noqa: E402
@@ -72,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     flat_tasks, flat_text, _, _ = interleaved(tasks, texts)
     pool = LazyPool(cfg)
     pool.keep_verdicts_in([verdicts_dir(f) for f in folders.values()])
-    signal.signal(signal.SIGTERM, _interrupt)  # `timeout` stops it as Ctrl-C does: the pool closes its workers
+    interrupt_on_sigterm()  # `timeout` stops it as Ctrl-C does: the pool closes its workers
     t0 = time.perf_counter()
     try:
         verdicts, stats = verify_unique(pool.get(), flat_tasks, flat_text, desc=f"verify {'+'.join(kept)}")
@@ -90,10 +89,6 @@ def main(argv: list[str] | None = None) -> int:
 def _session_order(stage: str) -> tuple[int, str]:
     """SESSION_ORDER, then any other stage by name."""
     return (SESSION_ORDER.index(stage) if stage in SESSION_ORDER else len(SESSION_ORDER), stage)
-
-
-def _interrupt(*_) -> None:
-    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

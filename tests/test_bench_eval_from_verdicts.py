@@ -52,6 +52,7 @@ def test_kept_verdicts_are_found_static_failures_rebuilt_and_the_rest_counted_un
     assert out[0].correct and out[0].reason == "ok"  # the kept verdict, by its key
     assert not out[1].correct and out[1].reason.startswith("static")  # rebuilt: no Triton kernel
     assert not out[2].correct and out[2].reason == "timeout" and "not verified" in out[2].error
+    assert out[1].stage in ("extract", "none") and out[2].stage == "static"  # unverified, yet it passed the static check
     assert dict(kept.unverified) == {abs_.id: 1}
 
     kept.where = ""

@@ -85,3 +85,27 @@ def test_select_trains_the_variants_and_keeps_the_best_on_the_development_set(tm
     summary = json.loads((results / "summary.json").read_text())
     assert [r["SFT variant"].endswith("(chosen)") for r in summary["dev_set"]].count(True) == 1
 
+
+
+@pytest.mark.slow
+def test_sigterm_stops_a_stage_as_ctrl_c_does(tmp_path):
+    """`timeout` or a scheduler sends SIGTERM: the stage is recorded as interrupted and the session exits 130
+    (its finally blocks ran: the verifier pool closed, what was kept stays), not killed mid-write."""
+    import signal
+
+    results = tmp_path / "s"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(results), "--profile", "smoke", "-p",
+                             "n_sft_examples=8", "--only", "data"], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "stage data" in line:  # the stage has begun: its data generation takes far longer than this
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130, "".join(seen) + rest
+    log = [json.loads(line) for line in (results / "session_log.jsonl").read_text().splitlines()]
+    assert [(r["stage"], r["status"]) for r in log] == [("data", "interrupted")]
+    assert "interrupted: the next call resumes here" in rest
