@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
 from tritonrl_lib.eval.record import device_fingerprint, settings_fingerprint  # noqa: E402
-from tritonrl_lib.eval.resume import kept_for_tasks  # noqa: E402
+from tritonrl_lib.eval.resume import completions_of, kept_for_tasks  # noqa: E402
 from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
 from tritonrl_lib.report import kernelbench as K  # noqa: E402
 from tritonrl_lib.verify import cache as cache_module  # noqa: E402
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if found is None:
             raise SystemExit("no kept verdict matches: pass --where as the pool described itself")
         print(f"where: {found}")
-    record = score_completions(cfg, tasks, texts, eval_sampling(cfg, None), model_stage=args.stage,
+    record = score_completions(cfg, tasks, completions_of(data["completions"]), eval_sampling(cfg, None), model_stage=args.stage,
                                model_path=str(folder), pool=kept, task_source="heldout", device="cuda",
                                progress=False, extra={"generation": data.get("generation", {}),
                                                       "unverified": dict(kept.unverified)})

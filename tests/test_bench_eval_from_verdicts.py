@@ -101,3 +101,23 @@ def test_answers_kept_for_another_task_list_are_refused(tmp_path, capsys, monkey
     swapped = tasks[1:] + tasks[:1]  # the same tasks in another order: another list
     with pytest.raises(ValueError, match="no kept generation"):
         kept_for_tasks(eval_dir, "sft", swapped)
+
+
+def test_kept_completions_keep_their_finish_reasons_in_the_record():
+    """A cut pass scored from its kept completions reports loops stopped as the full evaluation does:
+    the completions go in as rollout Completions (finish_reason kept), not as bare text."""
+    from tritonrl_lib.eval.record import build_record
+    from tritonrl_lib.eval.resume import completions_of
+    from tritonrl_lib.eval.run import eval_sampling
+
+    cfg = load_config("cpu")
+    relu = next(t for t in load_tasks("builtin") if t.name == "relu")
+    kept = [[{"prompt_index": 0, "sample_index": j, "text": "x", "num_tokens": 9, "prompt_tokens": 5,
+              "finish_reason": reason, "seconds": 0.1} for j, reason in enumerate(("loop", "eos"))]]
+    comps = completions_of(kept)
+    assert [c.finish_reason for c in comps[0]] == ["loop", "eos"]
+    verdicts = [Verdict(task_id=relu.id, stage="extract", reason="static:no_modelnew")] * 2
+    record = build_record(model_stage="sft", model_path="kept", tasks=[relu], completions=comps, verdicts=verdicts,
+                          sampling=eval_sampling(cfg, None), task_source="heldout")
+    assert [r["finish_reason"] for r in record["detailed_results"]] == ["loop", "eos"]
+    assert record["metrics"]["num_loop"] == 1

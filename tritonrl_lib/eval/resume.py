@@ -57,6 +57,12 @@ def write_partial(path: Path, fp: dict[str, Any], completions: Sequence[Sequence
     write_json(path, {"fingerprint": fp, "generation": gen_stats, "completions": rows})
 
 
+def completions_of(rows: Sequence[Sequence[dict[str, Any]]]) -> list[list[Any]]:
+    """Kept completions ([task][sample] dicts of COMPLETION_FIELDS) as the rollout gave them: Completions,
+    so a record built from them keeps each sample's finish_reason (a loop stopped shows as one)."""
+    return [[c["text"] if set(c) == {"text"} else Completion(token_ids=[], **c) for c in cs] for cs in rows]
+
+
 def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
                  ) -> tuple[list[list[Any]], dict[str, Any]] | None:
     """The completions an earlier call generated for this very evaluation, or None (missing,
@@ -71,7 +77,7 @@ def read_partial(path: Path, fp: dict[str, Any], tasks: Sequence[Task], k: int
         rows = data["completions"]
         if len(rows) != len(tasks) or any(len(cs) != k for cs in rows):
             return None
-        completions = [[c["text"] if set(c) == {"text"} else Completion(token_ids=[], **c) for c in cs] for cs in rows]
+        completions = completions_of(rows)
     except (TypeError, KeyError, AttributeError):
         return None
     return completions, data.get("generation") or {}
