@@ -156,11 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"where: {found}")
     record = score_completions(cfg, tasks, completions_of(data["completions"]), eval_sampling(cfg, None), model_stage=args.stage,
                                model_path=str(folder), pool=kept, task_source="heldout", device="cuda",
-                               progress=False, extra={"generation": data.get("generation", {}),
-                                                      "unverified": dict(kept.unverified)})
+                               progress=False, extra={"generation": data.get("generation", {})})
+    # per sample (kept.unverified counts distinct answers: the same answer twice is verified once)
+    record["unverified"] = dict(collections.Counter(r["id"] for r in record["detailed_results"]
+                                                    if str(r.get("error") or "").startswith("not verified")))
     out = root / "eval" / f"eval_{args.stage}.partial.json"
     out.write_text(json.dumps(record, indent=1, default=str))
-    print(f"{sum(kept.unverified.values())} samples not verified (counted wrong): {dict(kept.unverified)}")
+    print(f"{sum(record['unverified'].values())} samples ({sum(kept.unverified.values())} distinct answers) not "
+          f"verified, counted wrong: {record['unverified']}")
     for name, m in record["metrics"].get("by_set", {}).items():
         print(f"set {name}: correct {m.get('correct_rate')}%, valid {m.get('valid_rate')}% of {m.get('num_tasks')} tasks")
     records = {args.stage: record}

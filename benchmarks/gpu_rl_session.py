@@ -28,7 +28,11 @@ written):
                                                                           -> RESULTS/eval/
     summary   RESULTS/summary.md and summary.json: stage times (every call's, from
               RESULTS/session_log.jsonl), SFT's losses, each RL step's time split, groups with
-              signal and correct rate with its trend, the evaluation with intervals
+              signal and correct rate with its trend, the evaluation with intervals (`--only summary`
+              writes it alone). A stage whose evaluation was cut is read from the
+              eval_<stage>.partial.json that eval_from_verdicts.py scored: its rates are lower bounds,
+              said so, and RL minus SFT is then taken on the problems judged in both
+              (compare_cut_evals.py)
 
 `--export DIR` copies what is small (summary, eval records, logs, split, charts; never weights) to
 DIR, e.g. the device call's $OUT; `--export-sft` adds the finished SFT adapter as DIR/sft_adapter.tgz,
@@ -331,7 +335,33 @@ def _interval(iv) -> str:
     return "" if not iv else f" [{iv[0]:.1f}, {iv[1]:.1f}]"
 
 
+def eval_record(root: Path, stage: str) -> tuple[dict | None, bool]:
+    """A stage's eval record, and whether it is a cut pass's: eval_<stage>.json, else the
+    eval_<stage>.partial.json eval_from_verdicts.py writes (unverified samples counted wrong)."""
+    rec = read_json(root / "eval" / f"eval_{stage}.json", None)
+    if rec:
+        return rec, False
+    rec = read_json(root / "eval" / f"eval_{stage}.partial.json", None)
+    return (rec, True) if rec else (None, False)
+
+
+def judged_vs_sft(rec: dict, sft: dict, resamples: int) -> list[dict]:
+    """RL minus SFT on held-out KernelBench where a pass was cut: per level, only the problems whose every
+    sample was judged in both records (a lower bound against a lower bound says nothing)."""
+    from compare_cut_evals import compare
+
+    kb = [[r for r in x["detailed_results"] if r.get("heldout_set") == "kernelbench"] for x in (rec, sft)]
+    out = []
+    for c in compare(kb[0], kb[1], resamples):
+        d = c["diff"] or {}
+        out.append({"level": c["level"], "problems": c["problems"], "judged in both": c["compared"],
+                    "RL correct %": d.get("a"), "SFT correct %": d.get("b"), "difference": d.get("difference"),
+                    "interval": d.get("interval"), "above_zero": d.get("above_zero")})
+    return out
+
+
 def summarize(s: Session) -> dict:
+    from compare_cut_evals import verified
     from rl_step import markdown, table
 
     from tritonrl_lib.model import load as models
@@ -385,16 +415,22 @@ def summarize(s: Session) -> dict:
     out["eval"] = {}
     md += ["", "## Evaluation (correct % with 95% task-bootstrap interval)", "",
            "| stage | set | tasks | k | correct % | compiled % | valid % |", "|---|---|---:|---:|---|---|---|"]
+    records, cut = {}, {}
     for stage in ("base", *EVAL_STAGES):
-        rec = read_json(s.root / "eval" / f"eval_{stage}.json", None)
+        rec, partial = eval_record(s.root, stage)
         if not rec:
             continue
+        records[stage] = rec
         m = rec["metrics"]
         groups = [("all", m)] + sorted((m.get("by_set") or {}).items())
         out["eval"][stage] = {"metrics": m, "vs_sft": rec.get("vs_sft")}
+        if partial:
+            cut[stage] = sum(not verified(r) for r in rec["detailed_results"])
+            out["eval"][stage]["unverified"] = cut[stage]
+        label = f"{stage} (cut: {cut[stage]} unverified)" if stage in cut else stage
         for name, mm in groups:
             iv = mm.get("intervals") or {}
-            md.append(f"| {stage} | {name} | {mm.get('num_tasks')} | {rec.get('k')} | "
+            md.append(f"| {label} | {name} | {mm.get('num_tasks')} | {rec.get('k')} | "
                       f"{_pct(mm.get('correct_rate'))}{_interval(iv.get('correct_rate'))} | "
                       f"{_pct(mm.get('compiled_rate'))}{_interval(iv.get('compiled_rate'))} | "
                       f"{_pct(mm.get('valid_rate'))}{_interval(iv.get('valid_rate'))} |")
@@ -412,12 +448,21 @@ def summarize(s: Session) -> dict:
                          "valid %": m.get("valid_rate"), "compiled %": m.get("compiled_rate")})
         out["dev_set"] = rows
         md += ["", md_table(rows, "SFT variants on the development set")]
-    records = {st: read_json(s.root / "eval" / f"eval_{st}.json", None) for st in ("base", *EVAL_STAGES)}
-    records = {st: rec for st, rec in records.items() if rec}
+    if cut:  # lower bounds, labelled; RL against SFT only where both were judged
+        n = sum(len(records[st]["detailed_results"]) for st in cut)
+        out["partial"] = (f"the evaluation's verification was cut (device time): {sum(cut.values())} of {n} samples "
+                          f"of {', '.join(cut)} never judged, counted wrong, so their correct rates are lower bounds; "
+                          "RL minus SFT is taken on the problems whose every sample was judged in both")
+        md += ["", f"**Cut.** {out['partial']}."]
+        for st in EVAL_STAGES[1:]:
+            if st in records and "sft" in records and cut.keys() & {st, "sft"}:
+                out["eval"][st]["vs_sft_judged"] = judged_vs_sft(records[st], records["sft"],
+                                                                 s.base_cfg.eval.bootstrap_resamples)
+    labelled = {(f"{st} (lower bound: {cut[st]} unverified)" if st in cut else st): rec for st, rec in records.items()}
     kb_split = KB.load_split(s.base)
-    kb_rows = KB.headline_table(records, s.base_cfg.eval.bootstrap_resamples)
+    kb_rows = KB.headline_table(labelled, s.base_cfg.eval.bootstrap_resamples)
     if kb_rows:
-        out["kernelbench"] = {"headline": kb_rows, "categories": KB.category_table(records, kb_split),
+        out["kernelbench"] = {"headline": kb_rows, "categories": KB.category_table(labelled, kb_split),
                               "split": KB.split_table(kb_split)}
         md += ["", md_table(kb_rows, "Held-out KernelBench problems (published sizes; percent, 95% interval "
                             "over problems)"),
@@ -431,6 +476,14 @@ def summarize(s: Session) -> dict:
             for name, per in [("all", d["all"])] + sorted((d.get("by_set") or {}).items()):
                 c = per.get("correct_rate") or {}
                 md.append(f"| {st} | {name} | {c.get('difference')} | {c.get('interval')} | {c.get('above_zero')} |")
+    judged = [(st, v["vs_sft_judged"]) for st, v in out["eval"].items() if v.get("vs_sft_judged")]
+    if judged:
+        md += ["", "## RL minus SFT on held-out KernelBench where both were judged (points, 95% interval over "
+               "problems)", "", "| stage | level | problems | judged in both | RL % | SFT % | RL - SFT | interval |",
+               "|---|---|---:|---:|---:|---:|---:|---|"]
+        for st, rows in judged:
+            md += [f"| {st} | L{r['level']} | {r['problems']} | {r['judged in both']} | {r['RL correct %']} | "
+                   f"{r['SFT correct %']} | {r['difference']} | {r['interval']} |" for r in rows]
     (s.root / "summary.md").write_text("\n".join(md) + "\n")
     (s.root / "summary.json").write_text(json.dumps(out, indent=1, default=str))
     return out
@@ -479,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", help="the session's folder: runs, evaluation, summary (resumed when it exists)")
     ap.add_argument("--profile", default="gpu")
-    ap.add_argument("--only", default="", help=f"comma-separated stages among {', '.join(STAGES)}")
+    ap.add_argument("--only", default="", help=f"comma-separated stages among {', '.join(STAGES)}; `summary` alone "
+                    "writes the summary and runs no stage")
     ap.add_argument("--with-base", action="store_true", help="evaluate the base model too")
     ap.add_argument("--variants", default=DEFAULT_VARIANTS,
                     help="SFT variants the select stage tries: ';'-separated, each comma-separated key=value")
@@ -489,6 +543,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference", metavar="MACHINE", default="",
                     help="write the summary's tables to docs/benchmarks/reference_gpu_run.json, measured on MACHINE "
                          "(what a demonstration's report shows beside its own; no weights)")
+    ap.add_argument("--reference-command", default="",
+                    help="with --reference: the commands that produced the run, where it was not this script's "
+                         "stages alone (e.g. kernelbench_session.sh, then eval_from_verdicts.py for a cut pass)")
     ap.add_argument("--export-sft", action="store_true",
                     help="with --export: also the finished SFT adapter, as sft_adapter.tgz (a later session starts at RL)")
     ap.add_argument("--export", default=os.environ.get("OUT", ""), help="copy the small results here ($OUT)")
@@ -496,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a setting of every stage, e.g. -p rounds=2 -p num_tasks=12")
     args = ap.parse_args(argv)
     wanted = [x for x in args.only.split(",") if x] or list(DEFAULT_STAGES)
+    wanted = [x for x in wanted if x != "summary"]  # the summary is always written: `--only summary` writes it alone
     bad = [x for x in wanted if x not in STAGES]
     if bad:
         ap.error(f"--only: unknown stage(s) {', '.join(bad)}; choose among {', '.join(STAGES)}")
@@ -524,9 +582,10 @@ def main(argv: list[str] | None = None) -> int:
                 from tritonrl_lib.report.reference_run import REFERENCE_FILE, reference_from_summary
 
                 ref = reference_from_summary(out, measured=time.strftime("%Y-%m-%d"), machine=args.reference,
-                                             command="python benchmarks/gpu_rl_session.py RESULTS " + " ".join(
-                                                 f"-p {k}={v}" for k, v in s.overrides.items() if k != "kernelbench")
-                                             + " -p kernelbench=PATH")
+                                             command=args.reference_command or (
+                                                 "python benchmarks/gpu_rl_session.py RESULTS " + " ".join(
+                                                     f"-p {k}={v}" for k, v in s.overrides.items()
+                                                     if k != "kernelbench") + " -p kernelbench=PATH"))
                 (ROOT / REFERENCE_FILE).write_text(json.dumps(ref, indent=1, default=str) + "\n")
                 s.say(f"reference tables: {ROOT / REFERENCE_FILE}")
         except Exception as e:  # the summary must not hide the stage's own outcome

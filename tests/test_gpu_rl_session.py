@@ -109,3 +109,37 @@ def test_sigterm_stops_a_stage_as_ctrl_c_does(tmp_path):
     log = [json.loads(line) for line in (results / "session_log.jsonl").read_text().splitlines()]
     assert [(r["stage"], r["status"]) for r in log] == [("data", "interrupted")]
     assert "interrupted: the next call resumes here" in rest
+
+
+def _kb_rows(stage: str, outcomes: dict[str, list]) -> dict:
+    """An eval record's rows: per problem id, its samples' outcomes (True right, False wrong, None never judged)."""
+    rows = []
+    for pid, samples in outcomes.items():
+        for j, ok in enumerate(samples):
+            rows.append({"id": pid, "level": int(pid.split("/")[1][1]), "sample": j, "model_stage": stage,
+                         "heldout_set": "kernelbench", "correct": bool(ok),
+                         "error": "not verified: the evaluation was cut off before this sample" if ok is None else ""})
+    return {"detailed_results": rows, "metrics": {}}
+
+
+def test_a_cut_evaluation_is_read_from_its_partial_record_and_compared_where_both_were_judged(tmp_path):
+    """summarize reads eval_<stage>.partial.json where no whole record exists, and RL minus SFT then counts
+    only problems whose every sample was judged in both: a problem RL never reached is left out, not
+    counted as RL's loss."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gpu_rl_session as G
+
+    sft = _kb_rows("sft", {"kernelbench/L1/a": [True, True], "kernelbench/L1/b": [True, False],
+                           "kernelbench/L1/c": [True, True], "kernelbench/L2/d": [False, False]})
+    rl = _kb_rows("rl_grpo", {"kernelbench/L1/a": [True, False], "kernelbench/L1/b": [True, True],
+                              "kernelbench/L1/c": [None, None], "kernelbench/L2/d": [False, None]})
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "eval_sft.json").write_text(json.dumps(sft))
+    (tmp_path / "eval" / "eval_rl_grpo.partial.json").write_text(json.dumps(rl))
+    assert G.eval_record(tmp_path, "sft") == (sft, False)
+    assert G.eval_record(tmp_path, "rl_grpo") == (rl, True)
+    assert G.eval_record(tmp_path, "rl_best_of_n") == (None, False)
+    l1, l2 = G.judged_vs_sft(rl, sft, resamples=200)
+    assert (l1["level"], l1["problems"], l1["judged in both"]) == (1, 3, 2)  # c left out: RL never judged it
+    assert (l1["RL correct %"], l1["SFT correct %"], l1["difference"]) == (75.0, 75.0, 0.0)
+    assert l2["judged in both"] == 0 and l2["difference"] is None

@@ -192,7 +192,7 @@ def test_a_demonstration_shows_a_kept_gpu_run_labelled_as_another_run(tmp_path, 
     demo = build_report(cfg, paths)
     assert demo.demonstration and demo.reference == REFERENCE
     text = page_text(demo)
-    assert "What a real run on one GPU gave (another run, kept in the repository)" in text and "Not this run." in text
+    assert "What a real GPU run gave (another run, kept in the repository)" in text and "Not this run." in text
     assert parse_table(demo.html_path.read_text(), "reference_kernelbench")[0]["correct % [95% CI]"] == "12.1 [5.0, 20.0]"
     assert "reference" in demo.charts and demo.charts["reference"].is_file()  # its figures drawn too
     assert '<img alt="kept run"' in demo.html_path.read_text()
@@ -210,3 +210,14 @@ def test_a_demonstration_shows_a_kept_gpu_run_labelled_as_another_run(tmp_path, 
     assert made["tables"]["kernelbench"] == REFERENCE["tables"]["kernelbench"]
     assert made["tables"]["builtin"] == [{"stage": "sft", "set": "tasks", "tasks": 10, "samples": 40, "correct %": 30.0,
                                           "95% CI": [20.0, 40.0], "valid %": 90.0}]
+    assert "partial" not in made  # a whole evaluation: nothing to say
+    # a cut pass: the file says so, and RL minus SFT comes from the problems judged in both
+    summary["partial"] = "the evaluation's verification was cut (device time)"
+    summary["eval"]["rl_grpo"] = {"metrics": {}, "vs_sft_judged": [
+        {"level": 1, "problems": 35, "judged in both": 20, "RL correct %": 28.75, "SFT correct %": 32.5,
+         "difference": -3.75, "interval": [-18.75, 10.0], "above_zero": False}]}
+    made = reference_from_summary(summary, measured="today", machine="two H200s", command="c")
+    assert made["partial"] == summary["partial"]
+    assert made["tables"]["vs_sft"] == [{"stage": "rl_grpo", "set": "kernelbench L1: 20 of 35 problems judged in both",
+                                         "correct minus SFT (points)": -3.75, "95% CI": [-18.75, 10.0],
+                                         "above zero": False}]

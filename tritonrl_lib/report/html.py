@@ -246,7 +246,7 @@ def reference_section(ref: Mapping[str, Any], pngs: Mapping[str, bytes], no_char
     """A real GPU run's tables, kept in the repository, shown beside a demonstration: another run's,
     and said so before anything else."""
     t = ref["tables"]
-    parts = ["<h2>What a real run on one GPU gave (another run, kept in the repository)</h2>",
+    parts = ["<h2>What a real GPU run gave (another run, kept in the repository)</h2>",
              f"<p class='note'><b>Not this run.</b> Measured {html.escape(str(ref['measured']))} on "
              f"{html.escape(str(ref['machine']))} with <code>{html.escape(str(ref['command']))}</code>; its tables are "
              f"kept as JSON in <code>docs/benchmarks/reference_gpu_run.json</code> (no weights) so that a demonstration "

@@ -50,12 +50,17 @@ def reference_from_summary(summary: dict[str, Any], *, measured: str, machine: s
             if c:
                 diffs.append({"stage": stage, "set": name, "correct minus SFT (points)": c.get("difference"),
                               "95% CI": c.get("interval"), "above zero": c.get("above_zero")})
+        for r in ev.get("vs_sft_judged") or []:  # a cut pass: only the problems judged in both
+            diffs.append({"stage": stage, "set": f"kernelbench L{r['level']}: {r['judged in both']} of "
+                          f"{r['problems']} problems judged in both", "correct minus SFT (points)": r["difference"],
+                          "95% CI": r["interval"], "above zero": r["above_zero"]})
     rounds = []
     for method, rl in (summary.get("rl") or {}).items():
         for r in rl.get("rows") or []:
             rounds.append({"method": method, "step": r.get("step"), "correct on training tasks": r.get("correct_rate"),
                            "groups with signal": r.get("signal"), "seconds": r.get("step_s")})
-    return {"measured": measured, "machine": machine, "command": command, "profile": summary.get("profile"),
+    partial = {"partial": summary["partial"]} if summary.get("partial") else {}
+    return {"measured": measured, "machine": machine, "command": command, "profile": summary.get("profile"), **partial,
             "overrides": summary.get("overrides"),
             "tables": {"dev_set": summary.get("dev_set", []), "kernelbench": kb.get("headline", []), "kernelbench_categories": kb.get("categories", []),
                        "builtin": builtin, "vs_sft": diffs, "rl_rounds": rounds}}
