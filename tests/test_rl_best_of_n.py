@@ -96,6 +96,10 @@ def test_task_selection(tmp_path):
     assert {t.level for t in train} == {1, 2}
     assert [t.id for t in select_rl_tasks(smoke_config(tmp_path))] == RL_TASKS.split(",")
     assert all(t.level == 1 for t in select_rl_tasks(smoke_config(tmp_path, rl_tasks="level1")))
+    held = set(split.heldout_task_ids) | {t.id for t in load_tasks("builtin") if t.op_family in split.heldout_families}
+    for sel, levels in (("all", {1, 2}), ("level1", {1}), ("level2", {2})):  # the split is never crossed
+        chosen = select_rl_tasks(smoke_config(tmp_path, rl_tasks=sel))
+        assert chosen and not {t.id for t in chosen} & held and {t.level for t in chosen} == levels, sel
     with pytest.raises(ConfigError, match="unknown task ids"):
         select_rl_tasks(smoke_config(tmp_path, rl_tasks="builtin/L1/nope"))
 

@@ -40,6 +40,12 @@ def heldout_filter(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
     return [t for t in tasks if not is_heldout(split, t)]
 
 
+def _not_held_out(paths: RunPaths, tasks: Sequence[Task]) -> list[Task]:
+    """heldout_filter where the run has a split (a damaged one is an error, not a reason to train on
+    everything); every task where it has none (all / level1 / level2 work without the data stage)."""
+    return heldout_filter(paths, tasks) if paths.split.is_file() else list(tasks)
+
+
 def kernelbench_split(cfg: RunConfig, paths: RunPaths) -> KernelBenchSplit | None:
     """The run's KernelBench split (01_data wrote it), or None when `data.kernelbench` is not set."""
     if not cfg.data.kernelbench.strip():
@@ -64,8 +70,9 @@ def kernelbench_train_tasks(cfg: RunConfig, split: KernelBenchSplit | None) -> l
 def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequence[Task] | None = None) -> list[Task]:
     """The RL training tasks chosen by cfg.rl.rl_tasks:
 
-    train   every task of cfg.data.task_source not held out by the run's split (the default)
-    all     every task          level1 / level2   tasks of that level (level2 includes harder levels)
+    train   every task of cfg.data.task_source not held out by the run's split (the default; it needs the split)
+    all     every task          level1 / level2   tasks of that level (level2 includes harder levels);
+            where the run has a split, none it holds out (RL never trains on what evaluation scores)
     a,b,c   these task ids
 
     With `data.kernelbench` set, the train part of the KernelBench split joins the selection (its
@@ -83,12 +90,9 @@ def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequen
     sel = cfg.rl.rl_tasks.strip()
     if sel == "train":
         chosen = heldout_filter(paths, own) + kb_train
-    elif sel == "all":
-        chosen = tasks
-    elif sel == "level1":
-        chosen = [t for t in tasks if t.level == 1]
-    elif sel == "level2":
-        chosen = [t for t in tasks if t.level >= 2]
+    elif sel in ("all", "level1", "level2"):
+        pool = _not_held_out(paths, own) + kb_train
+        chosen = [t for t in pool if sel == "all" or (t.level == 1 if sel == "level1" else t.level >= 2)]
     else:
         wanted = [s.strip() for s in sel.split(",") if s.strip()]
         held = [w for w in wanted if kb_split is not None and kb_split.side(w) == "heldout"]
