@@ -21,12 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tritonrl_lib.eval.metrics import paired_difference  # noqa: E402
+from tritonrl_lib.eval.resume import judged  # noqa: E402
 
-UNVERIFIED = "not verified"  # eval_from_verdicts.py's error for a sample the cut pass never reached
-
-
-def verified(row: dict) -> bool:
-    return not str(row.get("error") or "").startswith(UNVERIFIED)
 
 
 def rows_of(path: Path, heldout_set: str) -> list[dict]:
@@ -43,7 +39,7 @@ def fully_verified(rows: list[dict]) -> set[str]:
     """Task ids every one of whose samples has a verdict."""
     seen: dict[str, bool] = {}
     for r in rows:
-        seen[r["id"]] = seen.get(r["id"], True) and verified(r)
+        seen[r["id"]] = seen.get(r["id"], True) and judged(r)
     return {t for t, ok in seen.items() if ok}
 
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tritonrl_lib.core.config import load_config, parse_cli_overrides  # noqa: E402
 from tritonrl_lib.eval.heldout import load_eval_tasks  # noqa: E402
 from tritonrl_lib.eval.record import device_fingerprint, settings_fingerprint  # noqa: E402
-from tritonrl_lib.eval.resume import completions_of, kept_for_tasks  # noqa: E402
+from tritonrl_lib.eval.resume import UNVERIFIED, completions_of, judged, kept_for_tasks  # noqa: E402
 from tritonrl_lib.eval.run import eval_sampling, score_completions  # noqa: E402
 from tritonrl_lib.report import kernelbench as K  # noqa: E402
 from tritonrl_lib.verify import cache as cache_module  # noqa: E402
@@ -73,7 +73,7 @@ class KeptVerdicts:
                 self.unverified[task.id] += 1
                 # it passed the static check (a sample that fails it got that verdict above), no more is known
                 verdict = Verdict(task_id=task.id, stage="static", reason="timeout",
-                                  error="not verified: the evaluation was cut off before this sample")
+                                  error=f"{UNVERIFIED}: the evaluation was cut off before this sample")
             out.append(verdict)
         return out
 
@@ -154,12 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         if found is None:
             raise SystemExit("no kept verdict matches: pass --where as the pool described itself")
         print(f"where: {found}")
-    record = score_completions(cfg, tasks, completions_of(data["completions"]), eval_sampling(cfg, None), model_stage=args.stage,
+    record = score_completions(cfg, tasks, completions_of(data["completions"]), eval_sampling(cfg, None),
+                               model_stage=args.stage,
                                model_path=str(folder), pool=kept, task_source="heldout", device="cuda",
                                progress=False, extra={"generation": data.get("generation", {})})
     # per sample (kept.unverified counts distinct answers: the same answer twice is verified once)
-    record["unverified"] = dict(collections.Counter(r["id"] for r in record["detailed_results"]
-                                                    if str(r.get("error") or "").startswith("not verified")))
+    record["unverified"] = dict(collections.Counter(r["id"] for r in record["detailed_results"] if not judged(r)))
     out = root / "eval" / f"eval_{args.stage}.partial.json"
     out.write_text(json.dumps(record, indent=1, default=str))
     print(f"{sum(record['unverified'].values())} samples ({sum(kept.unverified.values())} distinct answers) not "

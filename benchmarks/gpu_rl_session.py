@@ -361,9 +361,9 @@ def judged_vs_sft(rec: dict, sft: dict, resamples: int) -> list[dict]:
 
 
 def summarize(s: Session) -> dict:
-    from compare_cut_evals import verified
     from rl_step import markdown, table
 
+    from tritonrl_lib.eval.resume import judged
     from tritonrl_lib.model import load as models
     from tritonrl_lib.report import kernelbench as KB
     from tritonrl_lib.train.rl.log import read_rl_log, seen_before
@@ -424,9 +424,9 @@ def summarize(s: Session) -> dict:
         m = rec["metrics"]
         groups = [("all", m)] + sorted((m.get("by_set") or {}).items())
         out["eval"][stage] = {"metrics": m, "vs_sft": rec.get("vs_sft")}
-        if partial:
-            cut[stage] = sum(not verified(r) for r in rec["detailed_results"])
-            out["eval"][stage]["unverified"] = cut[stage]
+        unjudged = sum(not judged(r) for r in rec["detailed_results"]) if partial else 0
+        if unjudged:  # a cut pass that judged everything after all is a whole evaluation
+            cut[stage] = out["eval"][stage]["unverified"] = unjudged
         label = f"{stage} (cut: {cut[stage]} unverified)" if stage in cut else stage
         for name, mm in groups:
             iv = mm.get("intervals") or {}
@@ -449,15 +449,17 @@ def summarize(s: Session) -> dict:
         out["dev_set"] = rows
         md += ["", md_table(rows, "SFT variants on the development set")]
     if cut:  # lower bounds, labelled; RL against SFT only where both were judged
+        compared = [st for st in EVAL_STAGES[1:] if st in records and "sft" in records and cut.keys() & {st, "sft"}]
+        for st in compared:  # replaces a whole record's vs_sft, which counted the other's unjudged samples wrong
+            out["eval"][st]["vs_sft"] = None
+            out["eval"][st]["vs_sft_judged"] = judged_vs_sft(records[st], records["sft"],
+                                                             s.base_cfg.eval.bootstrap_resamples)
         n = sum(len(records[st]["detailed_results"]) for st in cut)
         out["partial"] = (f"the evaluation's verification was cut (device time): {sum(cut.values())} of {n} samples "
-                          f"of {', '.join(cut)} never judged, counted wrong, so their correct rates are lower bounds; "
-                          "RL minus SFT is taken on the problems whose every sample was judged in both")
+                          f"of {', '.join(cut)} never judged, counted wrong, so their correct rates are lower bounds"
+                          + ("; RL minus SFT is taken on the problems whose every sample was judged in both"
+                             if compared else ""))
         md += ["", f"**Cut.** {out['partial']}."]
-        for st in EVAL_STAGES[1:]:
-            if st in records and "sft" in records and cut.keys() & {st, "sft"}:
-                out["eval"][st]["vs_sft_judged"] = judged_vs_sft(records[st], records["sft"],
-                                                                 s.base_cfg.eval.bootstrap_resamples)
     labelled = {(f"{st} (lower bound: {cut[st]} unverified)" if st in cut else st): rec for st, rec in records.items()}
     kb_split = KB.load_split(s.base)
     kb_rows = KB.headline_table(labelled, s.base_cfg.eval.bootstrap_resamples)
@@ -574,27 +576,28 @@ def main(argv: list[str] | None = None) -> int:
         import traceback
 
         traceback.print_exc()
-    finally:
-        try:
-            out = summarize(s)
-            s.say(f"summary: {s.root / 'summary.md'}")
-            if args.reference:
-                from tritonrl_lib.report.reference_run import REFERENCE_FILE, reference_from_summary
+    finally:  # a second Ctrl-C or SIGTERM waits until the summary and the export are written
+        with signals_held():
+            try:
+                out = summarize(s)
+                s.say(f"summary: {s.root / 'summary.md'}")
+                if args.reference:
+                    from tritonrl_lib.report.reference_run import REFERENCE_FILE, reference_from_summary
 
-                ref = reference_from_summary(out, measured=time.strftime("%Y-%m-%d"), machine=args.reference,
-                                             command=args.reference_command or (
-                                                 "python benchmarks/gpu_rl_session.py RESULTS " + " ".join(
-                                                     f"-p {k}={v}" for k, v in s.overrides.items()
-                                                     if k != "kernelbench") + " -p kernelbench=PATH"))
-                (ROOT / REFERENCE_FILE).write_text(json.dumps(ref, indent=1, default=str) + "\n")
-                s.say(f"reference tables: {ROOT / REFERENCE_FILE}")
-        except Exception as e:  # the summary must not hide the stage's own outcome
-            s.say(f"summary not written: {type(e).__name__}: {e}")
-        if args.export:
-            export(s, Path(args.export))
-            s.say(f"exported the small files to {args.export}")
-            if args.export_sft:
-                s.say(export_sft_adapter(s, Path(args.export)))
+                    ref = reference_from_summary(out, measured=time.strftime("%Y-%m-%d"), machine=args.reference,
+                                                 command=args.reference_command or (
+                                                     "python benchmarks/gpu_rl_session.py RESULTS " + " ".join(
+                                                         f"-p {k}={v}" for k, v in s.overrides.items()
+                                                         if k != "kernelbench") + " -p kernelbench=PATH"))
+                    (ROOT / REFERENCE_FILE).write_text(json.dumps(ref, indent=1, default=str) + "\n")
+                    s.say(f"reference tables: {ROOT / REFERENCE_FILE}")
+            except Exception as e:  # the summary must not hide the stage's own outcome
+                s.say(f"summary not written: {type(e).__name__}: {e}")
+            if args.export:
+                export(s, Path(args.export))
+                s.say(f"exported the small files to {args.export}")
+                if args.export_sft:
+                    s.say(export_sft_adapter(s, Path(args.export)))
     return rc
 
 

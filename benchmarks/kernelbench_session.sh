@@ -9,6 +9,8 @@
 #   bash benchmarks/kernelbench_session.sh start2 R KB   # the same on a host of two GPUs: SFT then best-of-N on GPU 0;
 #                                                        # the base model's evaluation (cut at BASE_S seconds, default
 #                                                        # 240) then GRPO on GPU 1; then the evaluation over both GPUs
+#                                                        # (its kept folders name the GPU count: `verify` such a run on
+#                                                        # a two-GPU machine too)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
@@ -51,18 +53,21 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
 }
 
 plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, on GPU 1; the evaluation on both
-  local R=$1 KB=$2
+  local R=$1 KB=$2 G0 G1
+  IFS=, read -r G0 G1 _ <<< "${CUDA_VISIBLE_DEVICES:-0,1}"   # the first two GPUs this host lets us see
   (
-    CUDA_VISIBLE_DEVICES=1 TRITONRL_HOST_POOLS=2 step base timeout -s TERM "${BASE_S:-240}" \
+    sleep 20  # SFT's process opens the session first (each call numbers itself from the session's log)
+    # the base model's evaluation is cut at BASE_S (its verdicts kept); -k: killed if SIGTERM does not end it
+    CUDA_VISIBLE_DEVICES=$G1 TRITONRL_HOST_POOLS=2 step base timeout -k 120 -s TERM "${BASE_S:-240}" \
         "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --with-base --eval-stages base \
         -p kernelbench="$KB" -p "$KB_ONLY"
     while [ ! -f "$LOGS/sft.done" ]; do sleep 5; done
     [ "$(cat "$LOGS/sft.done")" = 0 ] || exit 1
-    CUDA_VISIBLE_DEVICES=1 step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
+    CUDA_VISIBLE_DEVICES=$G1 step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
         -p kernelbench="$KB"
   ) &
-  if CUDA_VISIBLE_DEVICES=0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB"; then
-    CUDA_VISIBLE_DEVICES=0 step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
+  if CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB"; then
+    CUDA_VISIBLE_DEVICES=$G0 step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
         -p kernelbench="$KB"
   fi
   wait

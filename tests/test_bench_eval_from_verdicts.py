@@ -121,3 +121,41 @@ def test_kept_completions_keep_their_finish_reasons_in_the_record():
                           sampling=eval_sampling(cfg, None), task_source="heldout")
     assert [r["finish_reason"] for r in record["detailed_results"]] == ["loop", "eos"]
     assert record["metrics"]["num_loop"] == 1
+
+
+def test_main_scores_a_cut_pass_per_sample_with_finish_reasons(tmp_path, monkeypatch, capsys):
+    """The script end to end on a kept folder made as the evaluation makes it: samples never judged are
+    counted per sample in record["unverified"] (the same answer twice is two samples), count as wrong but
+    valid (they passed the static check), and every row keeps its finish_reason."""
+    from tritonrl_lib.eval.heldout import load_eval_tasks
+    from tritonrl_lib.eval.record import fingerprint
+    from tritonrl_lib.eval.resume import partial_path, resume_dir, write_partial
+    from tritonrl_lib.eval.run import eval_sampling
+    from tritonrl_lib.rollout.results import Completion
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    cfg = load_config("cpu", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "base", "eval_tasks": "builtin"})
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    code = f"```python\n{tasks[0].reference_solution}\n```"
+
+    def comp(i, j, text, reason):
+        return Completion(prompt_index=i, sample_index=j, text=text, token_ids=[], num_tokens=3, prompt_tokens=2,
+                          finish_reason=reason, seconds=0.1)
+
+    answers = [[comp(0, 0, code, "eos"), comp(0, 1, code, "eos")]] + [
+        [comp(i, 0, "no code", "loop"), comp(i, 1, "no code either", "length")] for i in range(1, len(tasks))]
+    sampling = eval_sampling(cfg, 2)
+    fp = fingerprint(model_stage="sft", spec="model-of-sft", tasks=tasks, sampling=sampling, cfg=cfg, device="cpu")
+    folder = resume_dir(tmp_path / "eval" / "eval_sft.json", fp)
+    write_partial(partial_path(folder), fp, answers, {})
+    assert _script().main([str(tmp_path), "--stage", "sft", "--profile", "cpu", "-p", "eval_tasks=builtin",
+                           "-p", "eval_k=2", "--where", WHERE]) == 0
+    record = json.loads((tmp_path / "eval" / "eval_sft.partial.json").read_text())
+    assert record["unverified"] == {tasks[0].id: 2}  # two samples, one distinct answer
+    assert "2 samples (1 distinct answers) not verified" in capsys.readouterr().out
+    rows = record["detailed_results"]
+    assert [r["finish_reason"] for r in rows] == [c.finish_reason for cs in answers for c in cs]
+    first = [r for r in rows if r["id"] == tasks[0].id]
+    assert all(r["stage"] == "static" and not r["correct"] for r in first)  # valid, not judged, counted wrong
+    others = len(rows) - len(first)
+    assert record["metrics"]["num_valid"] == 2 and record["metrics"]["num_loop"] == others // 2

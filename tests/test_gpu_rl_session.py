@@ -143,3 +143,36 @@ def test_a_cut_evaluation_is_read_from_its_partial_record_and_compared_where_bot
     assert (l1["level"], l1["problems"], l1["judged in both"]) == (1, 3, 2)  # c left out: RL never judged it
     assert (l1["RL correct %"], l1["SFT correct %"], l1["difference"]) == (75.0, 75.0, 0.0)
     assert l2["judged in both"] == 0 and l2["difference"] is None
+
+
+def _with_rows_for_the_report(rec: dict) -> dict:
+    for r in rec["detailed_results"]:
+        r.update(stage="static" if r["error"] else ("timing" if r["correct"] else "compile"), speedup=None, reason="")
+    return rec
+
+
+def test_the_summary_labels_a_cut_pass_and_compares_rl_where_both_were_judged(tmp_path):
+    """`--only summary` over a session whose RL evaluation was cut: its rows say lower bound, the summary
+    says what was cut, and RL minus SFT is the judged-in-both comparison; a partial record whose every
+    sample was judged is not called cut."""
+    sft = _with_rows_for_the_report(_kb_rows("sft", {"kernelbench/L1/a": [True, True], "kernelbench/L1/c": [True, True]}))
+    rl = _with_rows_for_the_report(_kb_rows("rl_grpo", {"kernelbench/L1/a": [True, False],
+                                                        "kernelbench/L1/c": [None, None]}))
+    whole = _with_rows_for_the_report(_kb_rows("rl_best_of_n", {"kernelbench/L1/a": [True, True],
+                                                                "kernelbench/L1/c": [True, False]}))
+    results = tmp_path / "s"
+    (results / "eval").mkdir(parents=True)
+    for name, rec in (("eval_sft.json", sft), ("eval_rl_grpo.partial.json", rl),
+                      ("eval_rl_best_of_n.partial.json", whole)):
+        (results / "eval" / name).write_text(json.dumps(rec))
+    done = session(results, "--only", "summary")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["eval"]["rl_grpo"]["unverified"] == 2 and "unverified" not in summary["eval"]["rl_best_of_n"]
+    assert summary["partial"].startswith("the evaluation's verification was cut (device time): 2 of 4 samples of rl_grpo")
+    assert [r["stage"] for r in summary["kernelbench"]["headline"]] == [
+        "sft", "rl_best_of_n", "rl_grpo (lower bound: 2 unverified)"]
+    (judged,) = summary["eval"]["rl_grpo"]["vs_sft_judged"]
+    assert (judged["judged in both"], judged["RL correct %"], judged["SFT correct %"]) == (1, 50.0, 100.0)
+    assert "vs_sft_judged" not in summary["eval"]["rl_best_of_n"]  # neither side cut: nothing to take apart
+    assert "where both were judged" in (results / "summary.md").read_text()

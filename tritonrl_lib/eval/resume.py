@@ -16,7 +16,7 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..core.jsonio import DamagedFile, read_json, write_json
 from ..rollout.results import Completion
@@ -55,6 +55,15 @@ def write_partial(path: Path, fp: dict[str, Any], completions: Sequence[Sequence
             for cs in completions]
     path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {"fingerprint": fp, "generation": gen_stats, "completions": rows})
+
+
+UNVERIFIED = "not verified"  # how a cut pass's unjudged sample's error begins (eval_from_verdicts.py)
+
+
+def judged(row: Mapping[str, Any]) -> bool:
+    """Did this eval row's sample get a verdict? (False for one a cut pass never reached: it is scored
+    from what was kept, benchmarks/eval_from_verdicts.py, and counted wrong.)"""
+    return not str(row.get("error") or "").startswith(UNVERIFIED)
 
 
 def completions_of(rows: Sequence[Sequence[dict[str, Any]]]) -> list[list[Any]]:
