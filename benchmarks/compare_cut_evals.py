@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tritonrl_lib.core.jsonio import read_json  # noqa: E402
 from tritonrl_lib.eval.metrics import paired_difference  # noqa: E402
 from tritonrl_lib.eval.resume import judged  # noqa: E402
 
@@ -58,6 +59,29 @@ def compare(rows_a: list[dict], rows_b: list[dict], resamples: int) -> list[dict
         out.append({"level": level, "problems": len({r["id"] for r in a} | {r["id"] for r in b}),
                     "compared": len(both), "diff": diff, "only_a": sorted(solved_a - solved_b),
                     "only_b": sorted(solved_b - solved_a)})
+    return out
+
+
+def eval_record(root: Path, stage: str) -> tuple[dict | None, bool]:
+    """A stage's eval record, and whether it is a cut pass's: eval_<stage>.json, else the
+    eval_<stage>.partial.json eval_from_verdicts.py writes (unverified samples counted wrong)."""
+    rec = read_json(root / "eval" / f"eval_{stage}.json", None)
+    if rec:
+        return rec, False
+    rec = read_json(root / "eval" / f"eval_{stage}.partial.json", None)
+    return (rec, True) if rec else (None, False)
+
+
+def judged_vs_sft(rec: dict, sft: dict, resamples: int) -> list[dict]:
+    """RL minus SFT on held-out KernelBench where a pass was cut: per level, only the problems whose every
+    sample was judged in both records (a lower bound against a lower bound says nothing)."""
+    kb = [[r for r in x["detailed_results"] if r.get("heldout_set") == "kernelbench"] for x in (rec, sft)]
+    out = []
+    for c in compare(kb[0], kb[1], resamples):
+        d = c["diff"] or {}
+        out.append({"level": c["level"], "problems": c["problems"], "judged in both": c["compared"],
+                    "RL correct %": d.get("a"), "SFT correct %": d.get("b"), "difference": d.get("difference"),
+                    "interval": d.get("interval"), "above_zero": d.get("above_zero")})
     return out
 
 

@@ -264,8 +264,8 @@ class Session:
 
     def run(self, stage: str) -> bool:
         t = time.perf_counter()
-        self.say(f"stage {stage}")
-        try:
+        try:  # the stage's first line inside: an interrupt from then on is recorded against it
+            self.say(f"stage {stage}")
             info = self.data() if stage == "data" else self.select() if stage == "select" else \
                 self.sft() if stage == "sft" else self.eval() if stage == "eval" else self.rl(stage)
         except KeyboardInterrupt:
@@ -335,32 +335,8 @@ def _interval(iv) -> str:
     return "" if not iv else f" [{iv[0]:.1f}, {iv[1]:.1f}]"
 
 
-def eval_record(root: Path, stage: str) -> tuple[dict | None, bool]:
-    """A stage's eval record, and whether it is a cut pass's: eval_<stage>.json, else the
-    eval_<stage>.partial.json eval_from_verdicts.py writes (unverified samples counted wrong)."""
-    rec = read_json(root / "eval" / f"eval_{stage}.json", None)
-    if rec:
-        return rec, False
-    rec = read_json(root / "eval" / f"eval_{stage}.partial.json", None)
-    return (rec, True) if rec else (None, False)
-
-
-def judged_vs_sft(rec: dict, sft: dict, resamples: int) -> list[dict]:
-    """RL minus SFT on held-out KernelBench where a pass was cut: per level, only the problems whose every
-    sample was judged in both records (a lower bound against a lower bound says nothing)."""
-    from compare_cut_evals import compare
-
-    kb = [[r for r in x["detailed_results"] if r.get("heldout_set") == "kernelbench"] for x in (rec, sft)]
-    out = []
-    for c in compare(kb[0], kb[1], resamples):
-        d = c["diff"] or {}
-        out.append({"level": c["level"], "problems": c["problems"], "judged in both": c["compared"],
-                    "RL correct %": d.get("a"), "SFT correct %": d.get("b"), "difference": d.get("difference"),
-                    "interval": d.get("interval"), "above_zero": d.get("above_zero")})
-    return out
-
-
 def summarize(s: Session) -> dict:
+    from compare_cut_evals import eval_record, judged_vs_sft
     from rl_step import markdown, table
 
     from tritonrl_lib.eval.resume import judged
@@ -478,12 +454,12 @@ def summarize(s: Session) -> dict:
             for name, per in [("all", d["all"])] + sorted((d.get("by_set") or {}).items()):
                 c = per.get("correct_rate") or {}
                 md.append(f"| {st} | {name} | {c.get('difference')} | {c.get('interval')} | {c.get('above_zero')} |")
-    judged = [(st, v["vs_sft_judged"]) for st, v in out["eval"].items() if v.get("vs_sft_judged")]
-    if judged:
+    judged_rows = [(st, v["vs_sft_judged"]) for st, v in out["eval"].items() if v.get("vs_sft_judged")]
+    if judged_rows:
         md += ["", "## RL minus SFT on held-out KernelBench where both were judged (points, 95% interval over "
                "problems)", "", "| stage | level | problems | judged in both | RL % | SFT % | RL - SFT | interval |",
                "|---|---|---:|---:|---:|---:|---:|---|"]
-        for st, rows in judged:
+        for st, rows in judged_rows:
             md += [f"| {st} | L{r['level']} | {r['problems']} | {r['judged in both']} | {r['RL correct %']} | "
                    f"{r['SFT correct %']} | {r['difference']} | {r['interval']} |" for r in rows]
     (s.root / "summary.md").write_text("\n".join(md) + "\n")

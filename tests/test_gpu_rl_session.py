@@ -127,7 +127,7 @@ def test_a_cut_evaluation_is_read_from_its_partial_record_and_compared_where_bot
     only problems whose every sample was judged in both: a problem RL never reached is left out, not
     counted as RL's loss."""
     sys.path.insert(0, str(REPO / "benchmarks"))
-    import gpu_rl_session as G
+    import compare_cut_evals as G
 
     sft = _kb_rows("sft", {"kernelbench/L1/a": [True, True], "kernelbench/L1/b": [True, False],
                            "kernelbench/L1/c": [True, True], "kernelbench/L2/d": [False, False]})
