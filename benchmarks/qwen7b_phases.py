@@ -48,8 +48,10 @@ class Ctx:
         """The profile with the benchmark's settings, then `overrides` (bare setting names)."""
         from tritonrl_lib.core.config import load_config
 
+        # no data stage here, so no split for the profile's rl_tasks=train: Level-2 tasks, the longest prompts,
+        # as this benchmark's figures were measured (-p rl_tasks=... overrides)
         base = {"model": str(self.model), "outputs_dir": str(self.work / "outputs"), "run": run, "device": self.device,
-                "save_steps": 10 ** 6}
+                "save_steps": 10 ** 6, "rl_tasks": "level2"}
         cfg = load_config(self.args.params, overrides=base, cli=self.args.param)
         from tritonrl_lib.core.config import apply_overrides, validate
 
