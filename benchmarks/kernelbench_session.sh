@@ -11,6 +11,14 @@
 #                                                        # 240) then GRPO on GPU 1; then the evaluation over both GPUs
 #                                                        # (its kept folders name the GPU count: `verify` such a run on
 #                                                        # a two-GPU machine too)
+#   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0; then best-of-N on GPU 0, GRPO on
+#                                                        # GPU 1 and SFT's evaluation on GPUs 2-3, side by side; SFT's
+#                                                        # evaluation stopped when RL ends (its verdicts kept), then two
+#                                                        # evaluations of two GPUs each: SFT (resumed) with best-of-N on
+#                                                        # GPUs 2-3, GRPO on GPUs 0-1 (every record "2x" GPUs: one
+#                                                        # fingerprint, so each resumes the other's kept verdicts).
+#                                                        # P: the session's -p settings, given to every stage (e.g.
+#                                                        # P="rl_tasks=kernelbench curriculum_start_p=0.5 rounds=5")
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
@@ -75,6 +83,37 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, o
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
 }
 
+plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then every model evaluated, two GPUs each
+  local R=$1 KB=$2 G0 G1 G2 G3 xp=() p
+  IFS=, read -r G0 G1 G2 G3 _ <<< "${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
+  for p in ${P:-}; do xp+=(-p "$p"); done   # the session's own settings, every stage the same
+  CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
+  # three pools on the host until RL ends: each takes a third of its cores and memory
+  CUDA_VISIBLE_DEVICES=$G2,$G3 TRITONRL_HOST_POOLS=3 step eval_sft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
+      --eval-stages sft -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
+  local ev=$!
+  sleep 20  # each process opens the session's log and starts its pool before the next asks the host for as much
+  CUDA_VISIBLE_DEVICES=$G0 TRITONRL_HOST_POOLS=3 step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
+      -p kernelbench="$KB" "${xp[@]}" &
+  local bon=$!
+  sleep 20
+  CUDA_VISIBLE_DEVICES=$G1 TRITONRL_HOST_POOLS=3 step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
+      -p kernelbench="$KB" "${xp[@]}"
+  wait "$bon"
+  # SFT's evaluation stops as on Ctrl-C (its verdicts are kept per sample); killed if it outlives 120 s
+  pkill -TERM -f -- "--eval-stages sft" ; local t=0
+  while kill -0 "$ev" 2>/dev/null && [ $t -lt 120 ]; do sleep 5; t=$((t + 5)); done
+  pkill -KILL -f -- "--eval-stages sft"; wait "$ev"
+  [ "$(cat "$LOGS/bon.done")" = 0 ] && [ "$(cat "$LOGS/grpo.done")" = 0 ] || echo "an RL stage failed: its model is skipped"
+  CUDA_VISIBLE_DEVICES=$G2,$G3 TRITONRL_HOST_POOLS=2 step eval_a "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
+      --eval-stages sft,rl_best_of_n -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
+  sleep 20
+  CUDA_VISIBLE_DEVICES=$G0,$G1 TRITONRL_HOST_POOLS=2 step eval_b "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
+      --eval-stages rl_grpo -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}"
+  wait
+  echo 0 > "$LOGS/eval.done"   # what `watch` waits for: both evaluations over
+}
+
 background() {  # background LAST R KB: the tree copied, then `_LAST R KB` in a session of its own
   local last=$1 R KB
   R=$(cd "$CALLER" && realpath -m "$2") KB=$(cd "$CALLER" && realpath -m "$3")
@@ -85,7 +124,7 @@ background() {  # background LAST R KB: the tree copied, then `_LAST R KB` in a 
   fi
   rm -f "$LOGS"/*.done
   echo "$R" > "$LOGS/root"
-  echo "${last%2}" > "$LOGS/last"
+  echo "${last%[24]}" > "$LOGS/last"
   rm -rf "$TREE" && mkdir -p "$TREE"
   tar cf - --exclude=./.venv --exclude=./.device/cache --exclude=./outputs --exclude=./.git . | tar xf - -C "$TREE"
   (cd "$TREE" && LOGS=$LOGS PY=$PY setsid nohup bash benchmarks/kernelbench_session.sh "_$last" "$R" "$KB" \
@@ -125,11 +164,13 @@ watch() {  # progress every 30 s until W seconds have passed or the last step is
 case $cmd in
   start) background eval "${2:?R}" "${3:?KB}" ;;
   start2) background eval2 "${2:?R}" "${3:?KB}" ;;
+  start4) background eval4 "${2:?R}" "${3:?KB}" ;;
   verify) background verify "${2:?R}" "${3:?KB}" ;;
   _eval) plan "$2" "$3" ;;
   _eval2) plan2 "$2" "$3" ;;
+  _eval4) plan4 "$2" "$3" ;;
   _verify) step verify "$PY" benchmarks/verify_kept.py "$2" -p kernelbench="$3" -p "$KB_ONLY" ;;
   watch) watch ;;
   pack) pack ;;
-  *) echo "usage: $0 start R KB | start2 R KB | watch | verify R KB | pack" >&2; exit 2 ;;
+  *) echo "usage: $0 start R KB | start2 R KB | start4 R KB | watch | verify R KB | pack" >&2; exit 2 ;;
 esac

@@ -184,6 +184,17 @@ def test_rl_trains_on_the_train_part_and_never_on_a_heldout_problem(tmp_path, ch
         select_rl_tasks(cfg, paths)
 
 
+def test_rl_tasks_kernelbench_draws_the_train_part_alone(tmp_path, checkout):
+    cfg = cfg_for(tmp_path, checkout, rl_tasks="kernelbench")
+    paths = cfg.paths.ensure()
+    split = write_kernelbench_split(cfg, paths)
+    chosen = [t.id for t in select_rl_tasks(cfg, paths)]
+    assert sorted(chosen) == sorted(split.train_ids)  # every train problem, no built-in task, no held-out one
+    assert {t.level for t in select_rl_tasks(cfg, paths)} == {1, 2}  # both levels: the curriculum mixes them
+    with pytest.raises(ConfigError, match="set data.kernelbench"):
+        select_rl_tasks(cfg_for(tmp_path, checkout, rl_tasks="kernelbench", kernelbench=""), paths)
+
+
 def test_evaluation_adds_the_heldout_part_at_published_sizes(tmp_path, checkout):
     cfg = cfg_for(tmp_path, checkout, eval_tasks="heldout", num_tasks=2)
     paths = cfg.paths.ensure()

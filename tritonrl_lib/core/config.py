@@ -85,7 +85,7 @@ class RLConfig:
     top_k: int = 3
     rounds: int = 3
     tasks_per_round: int = 16
-    rl_tasks: str = "train"  # train | all | level1 | level2 | comma-separated task ids
+    rl_tasks: str = "train"  # train | all | level1 | level2 | kernelbench | comma-separated task ids
     temperature: float = 0.8
     top_p: float = 0.95
     max_new_tokens: int = 768

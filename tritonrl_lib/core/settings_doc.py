@@ -63,7 +63,7 @@ DESCRIPTIONS: dict[str, str] = {
     "top_k": "best-of-N: correct completions kept per task for fine-tuning",
     "rounds": "best-of-N rounds",
     "tasks_per_round": "tasks drawn per best-of-N round or GRPO step",
-    "rl_tasks": "RL's task pool: train | all | level1 | level2 | comma-separated task ids",
+    "rl_tasks": "RL's task pool: train | all | level1 | level2 | kernelbench (its split's train part alone) | comma-separated task ids",
     "temperature": "sampling temperature of RL rollouts",
     "top_p": "nucleus sampling threshold of rollouts and evaluation",
     "max_new_tokens": "token limit of each sampled completion",

@@ -70,10 +70,12 @@ def kernelbench_train_tasks(cfg: RunConfig, split: KernelBenchSplit | None) -> l
 def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequence[Task] | None = None) -> list[Task]:
     """The RL training tasks chosen by cfg.rl.rl_tasks:
 
-    train   every task of cfg.data.task_source not held out by the run's split (the default; it needs the split)
-    all     every task          level1 / level2   tasks of that level (level2 includes harder levels);
-            where the run has a split, none it holds out (RL never trains on what evaluation scores)
-    a,b,c   these task ids
+    train        every task of cfg.data.task_source not held out by the run's split (the default; it needs the split)
+    all          every task          level1 / level2   tasks of that level (level2 includes harder levels);
+                 where the run has a split, none it holds out (RL never trains on what evaluation scores)
+    kernelbench  the KernelBench split's train part alone (needs `data.kernelbench`): RL on the benchmark's
+                 own surface form, none of the built-in suite's
+    a,b,c        these task ids
 
     With `data.kernelbench` set, the train part of the KernelBench split joins the selection (its
     held-out part never does: naming a held-out problem is an error)."""
@@ -90,6 +92,12 @@ def select_rl_tasks(cfg: RunConfig, paths: RunPaths | None = None, tasks: Sequen
     sel = cfg.rl.rl_tasks.strip()
     if sel == "train":
         chosen = heldout_filter(paths, own) + kb_train
+    elif sel == "kernelbench":
+        if kb_split is None:
+            raise ConfigError("rl_tasks=kernelbench draws from the KernelBench split's train part: set data.kernelbench "
+                              "to a KernelBench checkout (-p kernelbench=PATH) and run the data stage, or choose "
+                              "rl_tasks=train / all / level1 / level2")
+        chosen = list(kb_train)
     elif sel in ("all", "level1", "level2"):
         pool = _not_held_out(paths, own) + kb_train
         chosen = [t for t in pool if sel == "all" or (t.level == 1 if sel == "level1" else t.level >= 2)]
