@@ -46,7 +46,9 @@ GPUS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 def candidate_wheres(gpu: str):
     """The descriptions a pool may have written (VerifierPool._device_desc and _budget_desc)."""
-    for host, split, workers in itertools.product(range(8, 2049), (1, 2, 4, 8, 16, 32), range(1, 65)):
+    # split: the GPUs a pool spreads over times the pools sharing the host (TRITONRL_HOST_POOLS)
+    splits = sorted({gpus * pools for gpus in (1, 2, 4, 8) for pools in (1, 2, 3, 4)} | {16, 32})
+    for host, split, workers in itertools.product(range(8, 2049), splits, range(1, 65)):
         middle = f" split over {split} GPUs or pools" if split > 1 else ""
         yield f"cuda:{gpu}; host {host} GiB{middle}, {workers} workers sharing"
 

@@ -18,7 +18,8 @@
 #                                                        # GPUs 2-3, GRPO on GPUs 0-1 (every record "2x" GPUs: one
 #                                                        # fingerprint, so each resumes the other's kept verdicts).
 #                                                        # P: the session's -p settings, given to every stage (e.g.
-#                                                        # P="rl_tasks=kernelbench curriculum_start_p=0.5 rounds=5")
+#                                                        # P="rl_tasks=kernelbench rounds=20 rl_time_budget_s=600": RL
+#                                                        # stops between rounds when the next would overrun, its adapter kept)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
@@ -137,7 +138,9 @@ pack() {  # logs always; the session folder's small files where it is
   mkdir -p "$OUT"
   local small=()
   if [ -n "$R" ] && [ -d "$R" ]; then
-    small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs 2>/dev/null))
+    # best-of-N's rounds: each candidate's verdict and its phases (where a round's time went), no weights
+    small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs \
+        runs/*/checkpoints/rl/rounds/*/samples.jsonl runs/*/checkpoints/rl/rounds/*/round.json 2>/dev/null))
   fi
   tar czf "$OUT/res.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' "${small[@]}" \
       -C "$(dirname "$LOGS")" "$(basename "$LOGS")"

@@ -107,6 +107,8 @@ class RLConfig:
     overlap_chunks: int = 2  # generation in this many chunks, each verified while the next one generates (1 = none)
     train_task_scale: int = 1  # RL's training tasks with their batch-like input sizes divided by this (prompt and
     # reward alike; train/rl/reward_tasks.py); evaluation keeps the tasks' own sizes. 1 = the tasks as they are
+    rl_time_budget_s: float = 0.0  # a call starts no round or step that would end past this many seconds, judged
+    # by its longest yet (time_budget.py); 0 = none. The adapter of the last finished one stays; a new call goes on
     train_task_max_mb: int = 0  # and further, until one input set (inputs, outputs, intermediates; weights apart)
     # holds at most this many MB, measured on the meta device (0 = no cap): KernelBench's sizes at /4 still
     # held up to 4.6 GB a set, and such candidates take the GPU one at a time
@@ -385,6 +387,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"expected_minutes={cfg.expected_minutes} must be 0 (not measured) or more")
     if cfg.sft.time_budget_s < 0:
         raise ConfigError(f"sft.time_budget_s={cfg.sft.time_budget_s} must be 0 (none) or more")
+    if cfg.rl.rl_time_budget_s < 0:
+        raise ConfigError(f"rl_time_budget_s={cfg.rl.rl_time_budget_s} must be 0 (none) or more seconds")
     if cfg.rl.top_k > cfg.rl.n_samples:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")

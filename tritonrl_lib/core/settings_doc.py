@@ -84,6 +84,7 @@ DESCRIPTIONS: dict[str, str] = {
     "overlap_chunks": "generate in this many chunks, each verified while the next generates (1: no overlap)",
     "train_task_scale": "RL trains on its tasks with batch-like input sizes divided by this (1: as evaluated)",
     "train_task_max_mb": "and further, until one input set of a training task holds at most this many MB (0: no cap)",
+    "rl_time_budget_s": "per call: start no round or step that would end past this many seconds (0: none); a new call goes on",
     # verifier
     "policy": "how much PyTorch a solution may keep: auto (strict on Level 1, fusion on Level 2+) | strict | fusion",
     "policy_extra_ops": "more PyTorch ops the fusion policy lets stay in PyTorch",

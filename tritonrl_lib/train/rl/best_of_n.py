@@ -69,6 +69,7 @@ from .groups import StepContext, collect_step, curriculum_results
 from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl_log
 from .refine import history_messages
 from .run_frame import RLResult, RLRun, fingerprint_digest, open_run, verifier_pool
+from .time_budget import STOPPED, StepBudget
 
 METHOD = "best_of_n"
 ExtraCandidates = Callable[[Task, int], Sequence[str]]
@@ -104,10 +105,15 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
     if ranks.from_main(lambda: _finished_before(run, done, score_final)):
         return run.result("already_done", cfg.rl.rounds)
     s = _set_up(run, done, engine)
+    budget = StepBudget(cfg.rl.rl_time_budget_s, ranks, start=run.t_start)
+    stopped_after = None  # the rounds finished when the time budget stopped the run
     with verifier_pool(cfg, pool, ranks) as pool, VerifyAhead(pool, training_verify_config(cfg)) as ahead:
         ctx = StepContext(cfg, METHOD, s.sampler, s.sampling, ahead, s.curriculum, run.by_level, extra_candidates,
                           "append", say, ranks)
         for r in range(done, cfg.rl.rounds + (1 if score_final else 0)):
+            if r > done and r < cfg.rl.rounds and not budget.another_fits():
+                stopped_after = r
+                break
             t_round = time.perf_counter()
             scoring = r >= cfg.rl.rounds  # the extra pass that only measures the final adapter
             p_used = s.curriculum.p_level2
@@ -136,8 +142,15 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
                 s.history.append(record)
                 say(_round_words(r, stats, record, p_used))
             ranks.barrier()  # the round's files are written before any rank starts the next
+            budget.step_done()
+    if stopped_after is not None:
+        say(f"RL best-of-N: {budget.words(stopped_after, cfg.rl.rounds, 'rounds')}")
+        if ranks.is_main:
+            _mark_stopped(run.paths)
+        ranks.barrier()
     # the log is rank 0's; the other ranks' results carry no history
-    result = run.result("resumed" if done else "trained", cfg.rl.rounds, s.history if ranks.is_main else [])
+    result = run.result(STOPPED if stopped_after is not None else "resumed" if done else "trained",
+                        cfg.rl.rounds if stopped_after is None else stopped_after, s.history if ranks.is_main else [])
     say(result.summary())
     return result
 
@@ -221,6 +234,12 @@ def _mark_scored(paths: RunPaths) -> None:
     """The final adapter has been measured (`score_final`): a later call finds the run finished."""
     root = paths.rl_checkpoint
     write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "scored": True})
+
+
+def _mark_stopped(paths: RunPaths) -> None:
+    """The adapter in checkpoints/rl is the last finished round's, the time budget having ended the call."""
+    root = paths.rl_checkpoint
+    write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "stopped": STOPPED})
 
 
 # --------------------------------------------------------------------------- one round's pieces

@@ -64,6 +64,7 @@ from .log import append_rl_log, policy_stats, rollout_info, step_timing, trim_rl
 from .rewards import completion_text
 from .rewards import reward as plain_reward
 from .run_frame import RLResult, RLRun, fingerprint_digest, open_run, verifier_pool
+from .time_budget import STOPPED, StepBudget
 
 METHOD = "grpo"
 _SLOT = re.compile(r"^curriculum slot (\d+)$")
@@ -104,6 +105,8 @@ class GRPOPieces:
         self._prompt_ids: dict[str, list[int]] = {}
         self.pending: dict[str, Any] | None = None  # this step's record, completed by on_log
         self.history: list[dict[str, Any]] = []
+        self.budget: StepBudget | None = None  # rl_time_budget_s: checked after every optimizer step
+        self.stopped_at: int | None = None  # the step after which the budget stopped the run
         self.__name__ = "verifier_reward"
 
     def close(self, drop_queued: bool = False) -> None:
@@ -212,6 +215,16 @@ class GRPOPieces:
                 pieces.history.append(rec)
                 pieces.pending = None
 
+            def on_step_end(self, args, state, control, **kw):
+                budget = pieces.budget
+                if budget is None or not budget.active:
+                    return
+                budget.step_done()
+                if state.global_step < state.max_steps and not budget.another_fits():  # every rank: rank 0's answer
+                    control.should_training_stop = True
+                    control.should_save = True  # this step's Trainer checkpoint: the next call resumes from it
+                    pieces.stopped_at = int(state.global_step)
+
         return _Log()
 
 
@@ -273,10 +286,13 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
                             say, extra_candidates=extra_candidates, ranks=ranks)
         if pieces.sampler.note:
             say(f"RL: {pieces.sampler.note}")
+        pieces.budget = StepBudget(cfg.rl.rl_time_budget_s, ranks, start=run.t_start)
         try:
             trainer = grpo_trainer(cfg, model, tokenizer, pieces, run.paths.rl_checkpoint, world=ranks.world)
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
-            steps = _save_final_adapter(run, trainer, tokenizer)
+            steps = _save_final_adapter(run, trainer, tokenizer, stopped=pieces.stopped_at is not None)
+            if pieces.stopped_at is not None:
+                say(f"RL GRPO: {pieces.budget.words(steps, cfg.rl.grpo_steps, 'steps')}")
             del trainer
         except BaseException:
             pieces.close(drop_queued=True)  # an interrupt: no verifying of batches nobody will read
@@ -287,7 +303,8 @@ def train_grpo(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None, task
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
     # the log is rank 0's; the other ranks' results carry no history
-    result = run.result("resumed" if resume else "trained", steps, pieces.history if ranks.is_main else [])
+    status = STOPPED if pieces.stopped_at is not None else "resumed" if resume else "trained"
+    result = run.result(status, steps, pieces.history if ranks.is_main else [])
     say(result.summary())
     return result
 
@@ -348,14 +365,17 @@ def _resume_on_main(run: RLRun) -> tuple[Path | None, Curriculum]:
     return resume, curriculum
 
 
-def _save_final_adapter(run: RLRun, trainer, tokenizer) -> int:
-    """The trained adapter to checkpoints/rl, marked final, by rank 0 (every rank holds the same
+def _save_final_adapter(run: RLRun, trainer, tokenizer, stopped: bool = False) -> int:
+    """The trained adapter to checkpoints/rl, marked final (or, `stopped` by the time budget, marked so: a
+    later call resumes from the Trainer checkpoint saved beside it), by rank 0 (every rank holds the same
     weights under DDP); -> the optimizer steps taken."""
     steps = int(trainer.state.global_step)
     if run.ranks.is_main:
         policy = trainer.accelerator.unwrap_model(trainer.model)
+        more = {"stopped": STOPPED} if stopped else {}
         models.save_checkpoint(policy, tokenizer, run.paths.rl_checkpoint, base_model=run.base_spec, extra={
-            "stage": "rl", "method": METHOD, "steps": steps, "final": True, "processes": run.ranks.world,
+            **more, "stage": "rl", "method": METHOD, "steps": steps, "final": not stopped,
+            "processes": run.ranks.world,
             "fingerprint_start": run.fingerprint["start"], "fingerprint": fingerprint_digest(run.fingerprint),
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S")})
     run.ranks.barrier()

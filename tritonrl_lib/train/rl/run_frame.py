@@ -171,6 +171,7 @@ def fingerprint(cfg: RunConfig, method: str, start: Path, task_ids: Sequence[str
     rl["method"] = method
     if method != "best_of_n" or not rl["replay_ratio"]:
         del rl["replay_ratio"]  # only best-of-N replays: off, runs fingerprinted before it existed still resume
+    del rl["rl_time_budget_s"]  # when a call stops, not what a step does: a run goes on under another budget
     if not rl["train_task_max_mb"]:
         del rl["train_task_max_mb"]  # no cap: runs fingerprinted before it existed still resume
     train = {k: getattr(cfg.sft, k) for k in ("per_device_batch_size", "grad_accum_steps", "max_seq_len", "packing")}

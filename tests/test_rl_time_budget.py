@@ -1,0 +1,114 @@
+"""RL's time budget (`rl_time_budget_s`, train/rl/time_budget.py): a call stops between rounds or steps
+when the next would end past the budget, leaves the last finished one's adapter in checkpoints/rl, marked
+stopped, and a later call goes on from there to the end (the budget is not part of the run's fingerprint)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tritonrl_lib.core.config import ConfigError, load_config
+from tritonrl_lib.model import load as models
+from tritonrl_lib.train.rl.best_of_n import reference_candidates, train_best_of_n
+from tritonrl_lib.train.rl.curriculum import read_curriculum_log
+from tritonrl_lib.train.rl.distributed import SINGLE
+from tritonrl_lib.train.rl.grpo import train_grpo
+from tritonrl_lib.train.rl.log import read_rl_log
+from tritonrl_lib.train.rl.run_frame import fingerprint
+from tritonrl_lib.train.rl.time_budget import STOPPED, StepBudget
+from tritonrl_lib.verify.pool import VerifierPool
+
+from rl_fixtures import prepare_run, smoke_config
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_step_starts_only_when_one_as_long_as_the_longest_yet_still_fits():
+    clock = Clock()
+    b = StepBudget(60, SINGLE, clock=clock)
+    clock.t += 10  # loading the model counts
+    assert b.another_fits()  # nothing measured yet: the first step always runs
+    clock.t += 20
+    b.step_done()  # a step of 20 s (and the 10 s before it): 30 s spent
+    assert b.longest == 30 and b.another_fits()  # 30 + 30 <= 60
+    clock.t += 5
+    b.step_done()  # a short step does not lower the estimate
+    assert b.longest == 30 and not b.another_fits()  # 35 + 30 > 60
+    assert "stops after 2 of 5 rounds" in b.words(2, 5, "rounds")
+    assert StepBudget(0, SINGLE, clock=clock).another_fits()  # 0: no budget
+
+
+def test_the_budget_is_checked_and_left_out_of_the_runs_fingerprint(tmp_path):
+    with pytest.raises(ConfigError, match="rl_time_budget_s=-1"):
+        load_config("smoke", overrides={"rl_time_budget_s": -1})
+    a = smoke_config(tmp_path, rl_time_budget_s=30)
+    b = smoke_config(tmp_path)
+    sft = tmp_path / "no-adapter"
+    assert fingerprint(a, "grpo", sft, ["t"]) == fingerprint(b, "grpo", sft, ["t"])
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    cfg = smoke_config(tmp_path_factory.mktemp("pool"))
+    p = VerifierPool(cfg.verify, progress=False)
+    yield p
+    p.close()
+
+
+def _marker(path) -> dict:
+    return json.loads((path / models.MARKER).read_text())
+
+
+@pytest.mark.slow
+def test_best_of_n_stops_between_rounds_and_a_new_call_goes_on(tmp_path, pool):
+    # a budget far shorter than a round: the first round runs, the second would not fit
+    cfg = smoke_config(tmp_path, rounds=3, n_samples=2, tasks_per_round=2, rl_time_budget_s=0.001)
+    prepare_run(cfg)
+    paths = cfg.paths
+    res = train_best_of_n(cfg, pool=pool, extra_candidates=reference_candidates)
+    assert res.status == STOPPED and res.rounds_done == 1
+    assert [r["round"] for r in read_rl_log(paths)] == [0]
+    marker = _marker(paths.rl_checkpoint)
+    assert models.checkpoint_complete(paths.rl_checkpoint) and marker["round"] == 0
+    assert marker["stopped"] == STOPPED and not marker["final"]
+    first_draw = read_rl_log(paths)[0]["tasks"]
+
+    again = train_best_of_n(smoke_config(tmp_path, rounds=3, n_samples=2, tasks_per_round=2), pool=pool,
+                            extra_candidates=reference_candidates)
+    assert again.status == "resumed" and again.rounds_done == 3
+    log = read_rl_log(paths)
+    assert [r["round"] for r in log] == [0, 1, 2] and log[0]["tasks"] == first_draw
+    assert [c["step"] for c in read_curriculum_log(paths.curriculum_log)] == [0, 1, 2]
+    marker = _marker(paths.rl_checkpoint)
+    assert marker["final"] and marker["round"] == 2 and "stopped" not in marker
+
+
+@pytest.mark.slow
+def test_grpo_stops_after_a_step_with_its_checkpoint_and_a_new_call_resumes(tmp_path, pool):
+    cfg = smoke_config(tmp_path, method="grpo", grpo_steps=3, n_samples=2, tasks_per_round=2,
+                       rl_time_budget_s=0.001)
+    prepare_run(cfg)
+    paths = cfg.paths
+    res = train_grpo(cfg, pool=pool, extra_candidates=reference_candidates)
+    assert res.status == STOPPED and res.rounds_done == 1
+    assert [r["step"] for r in read_rl_log(paths)] == [0]
+    marker = _marker(paths.rl_checkpoint)
+    assert models.checkpoint_complete(paths.rl_checkpoint) and marker["steps"] == 1
+    assert marker["stopped"] == STOPPED and not marker["final"]
+    assert (paths.rl_checkpoint / "checkpoint-1").is_dir()  # saved at the stop: the next call resumes from it
+
+    lines: list[str] = []
+    again = train_grpo(smoke_config(tmp_path, method="grpo", grpo_steps=3, n_samples=2, tasks_per_round=2),
+                       pool=pool, extra_candidates=reference_candidates, echo=lines.append)
+    assert any("resuming from checkpoint-1" in x for x in lines)
+    assert again.status == "resumed" and again.rounds_done == 3
+    assert [r["step"] for r in read_rl_log(paths)] == [0, 1, 2]
+    marker = _marker(paths.rl_checkpoint)
+    assert marker["final"] and marker["steps"] == 3 and "stopped" not in marker
