@@ -74,6 +74,8 @@ def slug(model: str) -> str:
 def prepare_start(args, cfg, source: RunPaths) -> None:
     """The split and the SFT adapter every run of this model starts from, made once (`source`)."""
     source.ensure()
+    if args.train_sizes and not source.rl_train_sizes.is_file():  # measured ahead (on the CPU: minutes)
+        shutil.copy2(args.train_sizes, source.rl_train_sizes)
     if cfg.data.kernelbench.strip():  # RL draws KernelBench's train part beside the suite, as 03_rl does
         from tritonrl_lib.data.stage import write_kernelbench_split
 
@@ -133,6 +135,17 @@ def run_one(args, cfg, n: int, source: RunPaths, log_dir: Path) -> tuple[list[di
         shutil.copy2(source.kernelbench_split, paths.kernelbench_split)
     if not models.checkpoint_complete(paths.sft_checkpoint):
         shutil.copytree(source.sft_checkpoint, paths.sft_checkpoint, dirs_exist_ok=True)
+    # RL's training sizes, measured once and shared by every run (the first run that measures them hands them on)
+    if source.rl_train_sizes.is_file() and not paths.rl_train_sizes.is_file():
+        shutil.copy2(source.rl_train_sizes, paths.rl_train_sizes)
+    try:
+        return _launch(args, cfg, n, paths, log_dir)
+    finally:
+        if paths.rl_train_sizes.is_file() and not source.rl_train_sizes.is_file():
+            shutil.copy2(paths.rl_train_sizes, source.rl_train_sizes)
+
+
+def _launch(args, cfg, n: int, paths: RunPaths, log_dir: Path) -> tuple[list[dict], float, int]:
     with tempfile.TemporaryDirectory(prefix="rl-multi-gpu-") as tmp:
         settings = settings_file(cfg, Path(tmp))
         hook = None if args.no_references else HOOK
@@ -250,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="the CPU: smoke profile, tiny model, 1 and 2 processes")
     ap.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--force", action="store_true", help="start each run again")
+    ap.add_argument("--train-sizes", default="", help="a run's data/rl_train_sizes.json, measured ahead: RL's "
+                    "training sizes for the same profile and tasks, so no run measures them")
     ap.add_argument("--scaling", default="strong", choices=("strong", "weak"),
                     help="strong: the same work per step on every GPU count; weak: --tasks-per-round per GPU")
     args = ap.parse_args(argv)
