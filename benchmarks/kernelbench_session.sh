@@ -18,8 +18,9 @@
 #                                                        # GPUs 2-3, GRPO on GPUs 0-1 (every record "2x" GPUs: one
 #                                                        # fingerprint, so each resumes the other's kept verdicts).
 #                                                        # P: the session's -p settings, given to every stage (e.g.
-#                                                        # P="rl_tasks=kernelbench rounds=20 rl_time_budget_s=600": RL
-#                                                        # stops between rounds when the next would overrun, its adapter kept)
+#                                                        # P="rl_tasks=kernelbench rounds=20"); RL_S (default 600): each
+#                                                        # RL method's time budget, rl_time_budget_s (it stops between
+#                                                        # rounds or steps when the next would overrun, its adapter kept)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
@@ -94,12 +95,14 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
       --eval-stages sft -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
   local ev=$!
   sleep 20  # each process opens the session's log and starts its pool before the next asks the host for as much
+  # RL's time budget (RL_S, default 600 s a method): the evaluation keeps its time whatever a step costs
+  local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   CUDA_VISIBLE_DEVICES=$G0 TRITONRL_HOST_POOLS=3 step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
-      -p kernelbench="$KB" "${xp[@]}" &
+      -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" &
   local bon=$!
   sleep 20
   CUDA_VISIBLE_DEVICES=$G1 TRITONRL_HOST_POOLS=3 step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
-      -p kernelbench="$KB" "${xp[@]}"
+      -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
   wait "$bon"
   # SFT's evaluation stops as on Ctrl-C (its verdicts are kept per sample); killed if it outlives 120 s
   pkill -TERM -f -- "--eval-stages sft" ; local t=0
