@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extra-candidates", default=None, metavar="MODULE:FUNCTION",
                         help="candidates added to each group (tests, cold starts)")
     parser.add_argument("--status-file", default=None, metavar="FILE",
-                        help="rank 0 writes how the run ended here, as JSON: {\"status\": trained | resumed | "
+                        help="rank 0 writes how the run ended here, as JSON: {\"status\": trained | resumed | time_budget | "
                              "already_done, \"rounds_done\": N} (the launcher reads it, launch.py)")
     args = parser.parse_args(argv)
     _quiet_process()

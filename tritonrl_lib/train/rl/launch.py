@@ -10,7 +10,7 @@ That is what `accelerate launch` does (torch's elastic agent under it). So the k
 `accelerate launch --config_file params/accelerate/ddp.yaml --num_processes N -m
 tritonrl_lib.train.rl.entry --params <this run's settings>` and waits, relaying what the ranks
 print (rank 0 speaks for the run; its progress bars on stderr), and then returns the result the
-ranks left on disk (rank 0 writes how the run ended, trained / resumed / already_done, to a status
+ranks left on disk (rank 0 writes how the run ended, trained / resumed / time_budget / already_done, to a status
 file the launcher names: `--status-file`). The notebook stays the pipeline's step: papermill runs it, `tritonrl run` shows
 its lines and records its step, a Ctrl-C (or the kernel's death) stops the launcher and with it
 every rank (a second Ctrl-C cuts the launcher's grace short, never the kill that follows). A failed launch is an `RLLaunchError` with the ranks' last lines; the same call again
