@@ -147,6 +147,23 @@ def test_best_of_n_on_two_processes_survives_a_killed_rank(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("method", ["best_of_n", "grpo"])
+def test_a_time_budget_stops_both_ranks_after_the_same_step(tmp_path, method):
+    # rank 0 decides (a collective): a rank that skipped it, or decided alone, would hang the other
+    cfg = smoke_config(tmp_path, method=method, gpus="2", rounds=3, grpo_steps=3, tasks_per_round=T, n_samples=N,
+                       top_k=1, workers=1, rl_time_budget_s=0.001)
+    prepare_run(cfg)
+    result, messages = _resume(cfg, f"rl_rank_hooks:{method}_candidates")
+    assert result.status == "time_budget" and result.rounds_done == 1, messages[-20:]
+    assert sum("time budget:" in m for m in messages) == 1  # rank 0 says it, once
+    key = "round" if method == "best_of_n" else "step"
+    assert [r[key] for r in read_rl_log(cfg.paths)] == [0]
+    marker = json.loads((cfg.paths.rl_checkpoint / models.MARKER).read_text())
+    assert marker["stopped"] == "time_budget" and not marker["final"] and marker["processes"] == 2
+
+
+@pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_grpo_on_two_processes_survives_a_killed_rank(tmp_path):
     cfg = _config(tmp_path, "grpo")
