@@ -44,11 +44,11 @@ from tritonrl_lib.verify.verdict import Verdict  # noqa: E402
 GPUS = ("NVIDIA H200", "NVIDIA H100 80GB HBM3")
 
 
-def candidate_wheres(gpu: str):
+def candidate_wheres(gpu: str, hosts=range(8, 2049)):
     """The descriptions a pool may have written (VerifierPool._device_desc and _budget_desc)."""
     # split: the GPUs a pool spreads over times the pools sharing the host (TRITONRL_HOST_POOLS)
     splits = sorted({gpus * pools for gpus in (1, 2, 4, 8) for pools in (1, 2, 3, 4)} | {16, 32})
-    for host, split, workers in itertools.product(range(8, 2049), splits, range(1, 65)):
+    for host, split, workers in itertools.product(hosts, splits, range(1, 65)):
         middle = f" split over {split} GPUs or pools" if split > 1 else ""
         yield f"cuda:{gpu}; host {host} GiB{middle}, {workers} workers sharing"
 
@@ -58,19 +58,27 @@ class KeptVerdicts:
 
     def __init__(self, cfg, cache: VerdictCache, where: str):
         self.cfg, self.cache, self.where = cfg, cache, where
+        self.wheres: list[str] = []  # found by search: every description the evaluation's pools wrote under
         self.pool = types.SimpleNamespace(device="cuda", _seeds={}, _threads=1)  # what _prepare reads
         self.unverified: collections.Counter = collections.Counter()
 
-    def key(self, task, job) -> str:
+    def key(self, task, job, where: str | None = None) -> str:
         return VerdictCache.key(task.source, job["code"], "+".join([job["policy"], *job["extra_ops"]]),
-                                job["settings"], self.where)
+                                job["settings"], self.where if where is None else where)
+
+    def kept(self, task, job) -> Verdict | None:
+        for where in self.wheres or [self.where]:  # an evaluation resumed under another pool wrote other keys
+            verdict = self.cache.get(self.key(task, job, where))
+            if verdict is not None:
+                return verdict
+        return None
 
     def map(self, tasks, completions, **_):
         out = []
         for task, text in zip(tasks, completions):
             verdict, job = VerifierPool._prepare(self.pool, task, text, self.cfg.verify, True)
             if verdict is None:
-                verdict = self.cache.get(self.key(task, job))
+                verdict = self.kept(task, job)
             if verdict is None:
                 self.unverified[task.id] += 1
                 # it passed the static check (a sample that fails it got that verdict above), no more is known
@@ -90,6 +98,22 @@ def find_where(kept: KeptVerdicts, probes: list) -> str | None:
             if any(kept.cache.get(kept.key(t, j)) is not None for t, j in probes):
                 return where
     return None
+
+
+def find_wheres(kept: KeptVerdicts, jobs: list) -> list[str]:
+    """Every pool description some kept verdict was stored under: the first found anywhere, then the others
+    of the same GPU and host (a session's pools differ in GPUs, pools and workers, not in the machine)."""
+    first = find_where(kept, jobs[:3])
+    if first is None:
+        return []
+    gpu, rest = first.split("; host ", 1)
+    host = int(rest.split(" GiB", 1)[0])
+    found = [first]
+    probes = jobs[:200]
+    for where in candidate_wheres(gpu.removeprefix("cuda:"), hosts=[host]):
+        if where not in found and any(kept.cache.get(kept.key(t, j, where)) is not None for t, j in probes):
+            found.append(where)
+    return found
 
 
 def session_config(root: Path, profile: str, params: list[str]):
@@ -152,10 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.where:
         flat = [(t, VerifierPool._prepare(kept.pool, t, c, cfg.verify, True)[1]) for t, cs in zip(tasks, texts)
                 for c in cs]
-        found = find_where(kept, [(t, j) for t, j in flat if j is not None][:3])
-        if found is None:
+        kept.wheres = find_wheres(kept, [(t, j) for t, j in flat if j is not None])
+        if not kept.wheres:
             raise SystemExit("no kept verdict matches: pass --where as the pool described itself")
-        print(f"where: {found}")
+        print("where: " + " | ".join(kept.wheres))
     record = score_completions(cfg, tasks, completions_of(data["completions"]), eval_sampling(cfg, None),
                                model_stage=args.stage,
                                model_path=str(folder), pool=kept, task_source="heldout", device="cuda",

@@ -15,8 +15,8 @@
 #                                                        # GPU 1 and SFT's evaluation on GPUs 2-3, side by side; SFT's
 #                                                        # evaluation stopped when RL ends (its verdicts kept), then two
 #                                                        # evaluations of two GPUs each: SFT (resumed) with best-of-N on
-#                                                        # GPUs 2-3, GRPO on GPUs 0-1 (every record "2x" GPUs: one
-#                                                        # fingerprint, so each resumes the other's kept verdicts).
+#                                                        # GPUs 2-3, GRPO on GPUs 0-1 (every record "2x" GPUs and every
+#                                                        # pool one of three on the host: SFT's kept verdicts are found).
 #                                                        # P: the session's -p settings, given to every stage (e.g.
 #                                                        # P="rl_tasks=kernelbench rounds=20"); RL_S (default 600): each
 #                                                        # RL method's time budget, rl_time_budget_s (it stops between
@@ -88,34 +88,45 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, o
 plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then every model evaluated, two GPUs each
   local R=$1 KB=$2 G0 G1 G2 G3 xp=() p
   IFS=, read -r G0 G1 G2 G3 _ <<< "${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
-  for p in ${P:-}; do xp+=(-p "$p"); done   # the session's own settings, every stage the same
+  if [ -z "$G3" ]; then echo "start4 needs four GPUs (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; return 1; fi
+  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f   # the session's own settings, every stage the same
   CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
-  # three pools on the host until RL ends: each takes a third of its cores and memory
-  CUDA_VISIBLE_DEVICES=$G2,$G3 TRITONRL_HOST_POOLS=3 step eval_sft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
+  # three pools on the host throughout (RL's two and an evaluation's): every evaluation's pool describes its
+  # budget the same way, and a kept verdict is found only under the description it was stored with
+  export TRITONRL_HOST_POOLS=3
+  CUDA_VISIBLE_DEVICES=$G2,$G3 step eval_sft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
       --eval-stages sft -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
   local ev=$!
   sleep 20  # each process opens the session's log and starts its pool before the next asks the host for as much
   # RL's time budget (RL_S, default 600 s a method): the evaluation keeps its time whatever a step costs
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
-  CUDA_VISIBLE_DEVICES=$G0 TRITONRL_HOST_POOLS=3 step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
+  CUDA_VISIBLE_DEVICES=$G0 step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
       -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" &
   local bon=$!
   sleep 20
-  CUDA_VISIBLE_DEVICES=$G1 TRITONRL_HOST_POOLS=3 step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
+  CUDA_VISIBLE_DEVICES=$G1 step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
       -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
   wait "$bon"
   # SFT's evaluation stops as on Ctrl-C (its verdicts are kept per sample); killed if it outlives 120 s
-  pkill -TERM -f -- "--eval-stages sft" ; local t=0
+  local mine="--eval-stages sft -p kernelbench=$KB" t=0
+  pkill -TERM -f -- "$mine"
   while kill -0 "$ev" 2>/dev/null && [ $t -lt 120 ]; do sleep 5; t=$((t + 5)); done
-  pkill -KILL -f -- "--eval-stages sft"; wait "$ev"
-  [ "$(cat "$LOGS/bon.done")" = 0 ] && [ "$(cat "$LOGS/grpo.done")" = 0 ] || echo "an RL stage failed: its model is skipped"
-  CUDA_VISIBLE_DEVICES=$G2,$G3 TRITONRL_HOST_POOLS=2 step eval_a "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
-      --eval-stages sft,rl_best_of_n -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
-  sleep 20
-  CUDA_VISIBLE_DEVICES=$G0,$G1 TRITONRL_HOST_POOLS=2 step eval_b "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
-      --eval-stages rl_grpo -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}"
-  wait
-  echo 0 > "$LOGS/eval.done"   # what `watch` waits for: both evaluations over
+  kill -0 "$ev" 2>/dev/null && pkill -KILL -f -- "$mine"
+  wait "$ev"
+  # a method whose RL failed is not evaluated (what its folder holds is no finished run of this session)
+  local a=sft b=
+  [ "$(cat "$LOGS/bon.done")" = 0 ] && a=sft,rl_best_of_n || echo "best-of-N failed: not evaluated"
+  [ "$(cat "$LOGS/grpo.done")" = 0 ] && b=rl_grpo || echo "GRPO failed: not evaluated"
+  CUDA_VISIBLE_DEVICES=$G2,$G3 step eval_a "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
+      --eval-stages "$a" -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
+  local ea=$! rb=0
+  if [ -n "$b" ]; then
+    sleep 20
+    CUDA_VISIBLE_DEVICES=$G0,$G1 step eval_b "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
+        --eval-stages "$b" -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" || rb=$?
+  fi
+  wait "$ea"; local ra=$?
+  echo $(( ra > rb ? ra : rb )) > "$LOGS/eval.done"   # what `watch` waits for: both evaluations over
 }
 
 background() {  # background LAST R KB: the tree copied, then `_LAST R KB` in a session of its own

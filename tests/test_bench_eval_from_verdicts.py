@@ -61,6 +61,15 @@ def test_kept_verdicts_are_found_static_failures_rebuilt_and_the_rest_counted_un
     kept.where = "cuda:NVIDIA H200; host 504 GiB, 3 workers sharing"
     assert kept.map([relu], [good])[0].reason == "timeout"  # another pool's key finds nothing
 
+    # an evaluation resumed under another pool (three pools on the host, then two) kept verdicts under both
+    other = "cuda:NVIDIA H200; host 504 GiB split over 6 GPUs or pools, 16 workers sharing"
+    _, job_abs = mod.VerifierPool._prepare(kept.pool, abs_, never_verified, cfg.verify, True)
+    cache.put(kept.key(abs_, job_abs, other), Verdict(task_id=abs_.id, stage="timing", correct=True, reason="ok"))
+    kept.where = ""
+    kept.wheres = mod.find_wheres(kept, [(relu, job), (abs_, job_abs)])
+    assert sorted(kept.wheres) == sorted([WHERE, other])
+    assert [v.reason for v in kept.map([relu, abs_], [good, never_verified])] == ["ok", "ok"]
+
 
 def _shrunk_script():
     spec = importlib.util.spec_from_file_location("eval_shrunk_on_cpu", ROOT / "benchmarks" / "eval_shrunk_on_cpu.py")

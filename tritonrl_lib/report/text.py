@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 from ..core.config import RunConfig
 from ..core.config import ConfigError, load_config
+from ..core.jsonio import read_json
+from ..model.load import MARKER
 from ..verify.verdict import STAGES as FUNNEL
 
 # The verifier's funnel (Verdict.stage is the last step a sample passed), in words.
@@ -175,12 +177,25 @@ def is_demonstration(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) -
     return cfg.profile in PROFILE_WORDS or (bool(records) and n < DEMO_SAMPLES)
 
 
+def rl_stopped_words(cfg: RunConfig) -> str:
+    """", stopped at its time budget after N" where the RL adapter's marker says the budget ended it early."""
+    try:
+        marker = read_json(cfg.paths.rl_checkpoint / MARKER, None)
+    except Exception:  # a damaged marker: the report does not fail over it
+        return ""
+    if not isinstance(marker, dict) or not marker.get("stopped"):
+        return ""
+    done = marker.get("steps") if marker.get("method") == "grpo" else int(marker.get("round", -1)) + 1
+    return f", stopped by its time budget (rl_time_budget_s) after {done}"
+
+
 def run_description(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], bool]:
     """(sentences saying what the run was, whether it is demonstration-sized)."""
     demo = is_demonstration(cfg, records)
     rl = (f"{cfg.rl.rounds} round(s) of best-of-N ({cfg.rl.tasks_per_round} tasks x {cfg.rl.n_samples} samples)"
           if cfg.rl.method == "best_of_n" else
           f"{cfg.rl.grpo_steps} GRPO step(s) ({cfg.rl.tasks_per_round} tasks x groups of {cfg.rl.n_samples})")
+    rl += rl_stopped_words(cfg)
     # what was evaluated, counted as the headline counts it; before any evaluation, what the settings plan
     if records:
         rec = next(iter(records.values()))

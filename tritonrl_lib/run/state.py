@@ -37,7 +37,7 @@ from ..core.jsonio import DamagedFile, read_json, write_json
 from ..core.paths import RunPaths
 from ..eval.identity import TRAINING_NOTEBOOK, model_identity
 from ..eval.resume import is_resume_folder
-from ..model.load import checkpoint_complete
+from ..model.load import MARKER, checkpoint_complete
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,8 @@ STEPS: dict[str, Step] = {
                       ("report_html",)),
 }
 # Settings that change how fast a step runs, never what it produces.
-SPEED_ONLY = {"verify": VERIFY_SPEED_ONLY}
+# `rl.rl_time_budget_s` says when a call stops, not what RL makes: a run it stopped is unfinished (below)
+SPEED_ONLY = {"verify": VERIFY_SPEED_ONLY, "rl": ("rl_time_budget_s",)}
 # Where a run is, what it is called and how long it is expected to take: not settings of its work.
 _LOCATION = ("profile", "run", "outputs_dir", "expected_minutes")
 # `tritonrl run` sets this in the environment of the kernel it starts, to the step that kernel runs:
@@ -218,6 +219,9 @@ def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | No
                 "or its machine stopped); it picks up what it had saved")
     if record is None or "settings" not in record:  # none, or one written before records held settings
         return "not run by `tritonrl run` yet"
+    stopped = _stopped_by_budget(paths) if name == "03_rl" else None
+    if stopped:
+        return stopped
     if notebook_sha is not None and record.get("notebook_sha") != notebook_sha:
         return "the notebook changed"
     now = step_settings(cfg, step_of(name))
@@ -230,6 +234,15 @@ def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | No
     if changed:
         return f"{', '.join(changed)} changed after it finished: {_who_changed(paths, name, record)}"
     return None
+
+
+def _stopped_by_budget(paths: RunPaths) -> str | None:
+    """Why RL must go on: its last call stopped at `rl_time_budget_s` (the adapter's marker says so)."""
+    marker = read_json(paths.rl_checkpoint / MARKER, None)
+    if not isinstance(marker, dict) or not marker.get("stopped"):
+        return None
+    done = f"{marker['steps']} steps" if marker.get("method") == "grpo" else f"{int(marker.get('round', -1)) + 1} rounds"
+    return f"RL stopped at its time budget (rl_time_budget_s) after {done}; it goes on from there"
 
 
 def _who_changed(paths: RunPaths, name: str, record: Mapping[str, Any]) -> str:

@@ -111,7 +111,7 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
         ctx = StepContext(cfg, METHOD, s.sampler, s.sampling, ahead, s.curriculum, run.by_level, extra_candidates,
                           "append", say, ranks)
         for r in range(done, cfg.rl.rounds + (1 if score_final else 0)):
-            if r > done and r < cfg.rl.rounds and not budget.another_fits():
+            if r > done and not budget.another_fits():  # the scoring pass is a round's work too
                 stopped_after = r
                 break
             t_round = time.perf_counter()
@@ -142,15 +142,19 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
                 s.history.append(record)
                 say(_round_words(r, stats, record, p_used))
             ranks.barrier()  # the round's files are written before any rank starts the next
-            budget.step_done()
-    if stopped_after is not None:
+            budget.step_done(counts=not info.get("reused", False))
+    if stopped_after is not None and stopped_after >= cfg.rl.rounds:  # every round trained: only scoring is left
+        say(f"RL best-of-N: time budget: the final adapter's scoring pass would end past {budget.budget_s:.0f} s; "
+            "run it again to score it")
+    elif stopped_after is not None:
         say(f"RL best-of-N: {budget.words(stopped_after, cfg.rl.rounds, 'rounds')}")
         if ranks.is_main:
             _mark_stopped(run.paths)
         ranks.barrier()
     # the log is rank 0's; the other ranks' results carry no history
     result = run.result(STOPPED if stopped_after is not None else "resumed" if done else "trained",
-                        cfg.rl.rounds if stopped_after is None else stopped_after, s.history if ranks.is_main else [])
+                        min(cfg.rl.rounds, stopped_after if stopped_after is not None else cfg.rl.rounds),
+                        s.history if ranks.is_main else [])
     say(result.summary())
     return result
 

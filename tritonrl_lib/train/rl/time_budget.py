@@ -34,10 +34,12 @@ class StepBudget:
     def active(self) -> bool:
         return self.budget_s > 0
 
-    def step_done(self) -> None:
-        """A round or step has ended: its length counts towards the estimate of the next."""
+    def step_done(self, counts: bool = True) -> None:
+        """A round or step has ended: its length counts towards the estimate of the next, unless it
+        did not do a round's work (`counts` False: a resumed round read back from disk, only trained)."""
         now = self.clock()
-        self.longest = max(self.longest, now - self._last)
+        if counts:
+            self.longest = max(self.longest, now - self._last)
         self._last = now
 
     def another_fits(self) -> bool:
