@@ -158,4 +158,4 @@ def test_a_run_the_budget_stopped_is_unfinished_for_the_pipeline_and_the_report(
                                                                                       record=record)
     assert why_stale(cfg, paths, "04_eval", record={**record, "settings": step_settings(cfg, step_of("04_eval"))}) \
         is None  # only RL itself goes on
-    assert "stopped by its time budget (rl_time_budget_s) after 3" in " ".join(run_description(cfg, {})[0])
+    assert "stopped by its time budget (rl_time_budget_s) after 3 rounds" in " ".join(run_description(cfg, {})[0])

@@ -16,6 +16,7 @@ from ..core.config import RunConfig
 from ..core.config import ConfigError, load_config
 from ..core.jsonio import read_json
 from ..model.load import MARKER
+from ..train.rl.time_budget import stopped_after
 from ..verify.verdict import STAGES as FUNNEL
 
 # The verifier's funnel (Verdict.stage is the last step a sample passed), in words.
@@ -178,15 +179,13 @@ def is_demonstration(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) -
 
 
 def rl_stopped_words(cfg: RunConfig) -> str:
-    """", stopped at its time budget after N" where the RL adapter's marker says the budget ended it early."""
+    """", stopped by its time budget after N rounds" where the RL adapter's marker says the budget ended it early."""
     try:
         marker = read_json(cfg.paths.rl_checkpoint / MARKER, None)
     except Exception:  # a damaged marker: the report does not fail over it
         return ""
-    if not isinstance(marker, dict) or not marker.get("stopped"):
-        return ""
-    done = marker.get("steps") if marker.get("method") == "grpo" else int(marker.get("round", -1)) + 1
-    return f", stopped by its time budget (rl_time_budget_s) after {done}"
+    done = stopped_after(marker)
+    return f", stopped by its time budget (rl_time_budget_s) after {done}" if done else ""
 
 
 def run_description(cfg: RunConfig, records: Mapping[str, Mapping[str, Any]]) -> tuple[list[str], bool]:

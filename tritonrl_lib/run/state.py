@@ -38,6 +38,7 @@ from ..core.paths import RunPaths
 from ..eval.identity import TRAINING_NOTEBOOK, model_identity
 from ..eval.resume import is_resume_folder
 from ..model.load import MARKER, checkpoint_complete
+from ..train.rl.time_budget import stopped_after
 
 
 @dataclass(frozen=True)
@@ -238,11 +239,8 @@ def why_stale(cfg: RunConfig, paths: RunPaths, name: str, notebook_sha: str | No
 
 def _stopped_by_budget(paths: RunPaths) -> str | None:
     """Why RL must go on: its last call stopped at `rl_time_budget_s` (the adapter's marker says so)."""
-    marker = read_json(paths.rl_checkpoint / MARKER, None)
-    if not isinstance(marker, dict) or not marker.get("stopped"):
-        return None
-    done = f"{marker['steps']} steps" if marker.get("method") == "grpo" else f"{int(marker.get('round', -1)) + 1} rounds"
-    return f"RL stopped at its time budget (rl_time_budget_s) after {done}; it goes on from there"
+    done = stopped_after(read_json(paths.rl_checkpoint / MARKER, None))
+    return f"RL stopped at its time budget (rl_time_budget_s) after {done}; it goes on from there" if done else None
 
 
 def _who_changed(paths: RunPaths, name: str, record: Mapping[str, Any]) -> str:

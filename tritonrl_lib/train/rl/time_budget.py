@@ -56,3 +56,12 @@ class StepBudget:
         return (f"time budget: {self.spent():.0f} s of {self.budget_s:.0f} s spent and the longest {unit[:-1]} took "
                 f"{self.longest:.0f} s, so the run stops after {done} of {total} {unit}; the adapter in checkpoints/rl "
                 f"is the last {unit[:-1]}'s; run it again to go on")
+
+
+def stopped_after(marker: object) -> str | None:
+    """"N rounds" / "N steps" where an RL adapter's marker says the time budget stopped its run; else None."""
+    if not isinstance(marker, dict) or marker.get("stopped") != STOPPED:
+        return None
+    if marker.get("method") == "grpo":
+        return f"{int(marker.get('steps', 0))} steps"
+    return f"{int(marker.get('round', -1)) + 1} rounds"
