@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tritonrl_lib.model import load as models
 from tritonrl_lib.core.config import RunConfig, load_config
 from tritonrl_lib.model.prompts import format_completion
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.tasks.task import Task
+from tritonrl_lib.verify.pool import VerifierPool
 
 # Two Level-1 tasks and one Level-2 task whose reference solutions verify in about a second under
 # the interpreter.
@@ -21,6 +24,15 @@ def smoke_config(outputs_dir: Path, **overrides: Any) -> RunConfig:
     base = {"outputs_dir": str(outputs_dir), "rl_tasks": RL_TASKS}
     base.update(overrides)
     return load_config("smoke", overrides=base)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    """A verifier pool with the smoke profile's settings, shared by a module's RL tests (import it by name)."""
+    cfg = smoke_config(tmp_path_factory.mktemp("pool"))
+    p = VerifierPool(cfg.verify, progress=False)
+    yield p
+    p.close()
 
 
 def prepare_run(cfg: RunConfig, split: bool = False) -> None:

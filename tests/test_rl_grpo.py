@@ -22,19 +22,10 @@ from tritonrl_lib.train.rl.best import read_best
 from tritonrl_lib.train.rl.log import read_rl_log
 from tritonrl_lib.train.rl.best_of_n import reference_candidates
 from tritonrl_lib.train.rl.grpo import _slot_of, slot_dataset, train_grpo
-from tritonrl_lib.verify.pool import VerifierPool
 
-from rl_fixtures import prepare_run, smoke_config
+from rl_fixtures import pool, prepare_run, smoke_config  # noqa: F401 (pool: a fixture)
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    cfg = smoke_config(tmp_path_factory.mktemp("pool"))
-    p = VerifierPool(cfg.verify, progress=False)
-    yield p
-    p.close()
 
 
 def test_slot_prompts_round_trip():

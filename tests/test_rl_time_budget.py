@@ -17,9 +17,8 @@ from tritonrl_lib.train.rl.grpo import train_grpo
 from tritonrl_lib.train.rl.log import read_rl_log
 from tritonrl_lib.train.rl.run_frame import fingerprint
 from tritonrl_lib.train.rl.time_budget import STOPPED, StepBudget
-from tritonrl_lib.verify.pool import VerifierPool
 
-from rl_fixtures import prepare_run, smoke_config
+from rl_fixtures import pool, prepare_run, smoke_config  # noqa: F401 (pool: a fixture)
 
 
 class Clock:
@@ -57,16 +56,16 @@ def test_the_budget_is_checked_and_left_out_of_the_runs_fingerprint(tmp_path):
     assert fingerprint(a, "grpo", sft, ["t"]) == fingerprint(b, "grpo", sft, ["t"])
 
 
-@pytest.fixture(scope="module")
-def pool(tmp_path_factory):
-    cfg = smoke_config(tmp_path_factory.mktemp("pool"))
-    p = VerifierPool(cfg.verify, progress=False)
-    yield p
-    p.close()
-
-
 def _marker(path) -> dict:
     return json.loads((path / models.MARKER).read_text())
+
+
+def _stopped_marker(paths) -> dict:
+    """The adapter a budget-stopped call left: complete, marked stopped, not final."""
+    marker = _marker(paths.rl_checkpoint)
+    assert models.checkpoint_complete(paths.rl_checkpoint)
+    assert marker["stopped"] == STOPPED and not marker["final"]
+    return marker
 
 
 @pytest.mark.slow
@@ -78,9 +77,7 @@ def test_best_of_n_stops_between_rounds_and_a_new_call_goes_on(tmp_path, pool):
     res = train_best_of_n(cfg, pool=pool, extra_candidates=reference_candidates)
     assert res.status == STOPPED and res.rounds_done == 1
     assert [r["round"] for r in read_rl_log(paths)] == [0]
-    marker = _marker(paths.rl_checkpoint)
-    assert models.checkpoint_complete(paths.rl_checkpoint) and marker["round"] == 0
-    assert marker["stopped"] == STOPPED and not marker["final"]
+    assert _stopped_marker(paths)["round"] == 0
     first_draw = read_rl_log(paths)[0]["tasks"]
 
     again = train_best_of_n(smoke_config(tmp_path, rounds=3, n_samples=2, tasks_per_round=2), pool=pool,
@@ -117,9 +114,7 @@ def test_grpo_stops_after_a_step_with_its_checkpoint_and_a_new_call_resumes(tmp_
     res = train_grpo(cfg, pool=pool, extra_candidates=reference_candidates)
     assert res.status == STOPPED and res.rounds_done == 1
     assert [r["step"] for r in read_rl_log(paths)] == [0]
-    marker = _marker(paths.rl_checkpoint)
-    assert models.checkpoint_complete(paths.rl_checkpoint) and marker["steps"] == 1
-    assert marker["stopped"] == STOPPED and not marker["final"]
+    assert _stopped_marker(paths)["steps"] == 1
     assert (paths.rl_checkpoint / "checkpoint-1").is_dir()  # saved at the stop: the next call resumes from it
 
     lines: list[str] = []
