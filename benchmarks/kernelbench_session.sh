@@ -22,7 +22,8 @@
 #                                                        # RL method's time budget, rl_time_budget_s (it stops between
 #                                                        # rounds or steps when the next would overrun, its adapter kept)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
-#                                                        # (until the last step started, eval or verify, is done)
+#                                                        # (until the last step started, eval or verify, is done);
+#                                                        # at once, status 3, on a machine no plan started on
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
 #                                                        # R's kept completions (benchmarks/verify_kept.py)
 #
@@ -163,9 +164,16 @@ pack() {  # logs always; the session folder's small files where it is
 
 watch() {  # progress every 30 s until W seconds have passed or the last step is done, then pack
   local t0 last
+  if [ ! -f "$LOGS/root" ]; then  # a bare machine: the one the plan started on was given back between calls
+    echo "no plan was started on this machine ($LOGS/root is missing): the machine that ran 'start' has been" \
+         "given back, and its logs and weights with it. Start again (start/start2/start4), or finish verifying" \
+         "what an earlier call packed with 'verify R KB'" >&2
+    return 3
+  fi
   last=${LAST:-$(cat "$LOGS/last" 2>/dev/null || echo eval)}
   t0=$(date +%s)
   while [ $(( $(date +%s) - t0 )) -lt "${W:-540}" ]; do
+    [ -f "$LOGS/$last.done" ] && break  # also before the first wait: a plan already over is packed at once
     sleep 30
     echo "== $(date +%T) $(tail -2 "$LOGS/plan.log" 2>/dev/null | tr '\n' ' ')"
     for f in "$LOGS"/*.log; do
@@ -173,7 +181,6 @@ watch() {  # progress every 30 s until W seconds have passed or the last step is
       echo "  $(basename "$f"): $(tail -c 300 "$f" | tr '\r' '\n' | tail -1 | cut -c1-200)"
     done
     nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader 2>/dev/null
-    [ -f "$LOGS/$last.done" ] && break
   done
   pack
 }
