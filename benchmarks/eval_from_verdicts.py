@@ -91,11 +91,16 @@ class KeptVerdicts:
         pass
 
 
+def holds_kept(kept: KeptVerdicts, probes: list, where: str) -> bool:
+    """Whether some (task, job) of `probes` has a verdict kept under the pool description `where`."""
+    return any(kept.cache.get(kept.key(t, j, where)) is not None for t, j in probes)
+
+
 def find_where(kept: KeptVerdicts, probes: list) -> str | None:
     for gpu in GPUS:
         for where in candidate_wheres(gpu):
             kept.where = where
-            if any(kept.cache.get(kept.key(t, j)) is not None for t, j in probes):
+            if holds_kept(kept, probes, where):
                 return where
     return None
 
@@ -111,7 +116,7 @@ def find_wheres(kept: KeptVerdicts, jobs: list) -> list[str]:
     found = [first]
     probes = jobs[:200]
     for where in candidate_wheres(gpu.removeprefix("cuda:"), hosts=[host]):
-        if where not in found and any(kept.cache.get(kept.key(t, j, where)) is not None for t, j in probes):
+        if where not in found and holds_kept(kept, probes, where):
             found.append(where)
     return found
 

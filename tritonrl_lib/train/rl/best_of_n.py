@@ -129,7 +129,7 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
             train_s = 0.0
             if scoring:
                 if ranks.is_main:
-                    _mark_scored(run.paths)
+                    _mark(run.paths, scored=True)
             else:
                 t_train = time.perf_counter()
                 record.update(_keep_and_train(run, s, r, cands))  # each task's best, fine-tuned on
@@ -149,7 +149,7 @@ def train_best_of_n(cfg: RunConfig, paths: RunPaths | None = None, *, pool=None,
     elif stopped_after is not None:
         say(f"RL best-of-N: {budget.words(stopped_after, cfg.rl.rounds, 'rounds')}")
         if ranks.is_main:
-            _mark_stopped(run.paths)
+            _mark(run.paths, stopped=STOPPED)
         ranks.barrier()
     # the log is rank 0's; the other ranks' results carry no history
     result = run.result(STOPPED if stopped_after is not None else "resumed" if done else "trained",
@@ -234,16 +234,12 @@ def _restore_latest_adapter(run: RLRun, model, tokenizer, r: int) -> None:
         _save_round_adapter(run, model, tokenizer, r, to_round_folder=False)
 
 
-def _mark_scored(paths: RunPaths) -> None:
-    """The final adapter has been measured (`score_final`): a later call finds the run finished."""
+def _mark(paths: RunPaths, **fields) -> None:
+    """Add `fields` to the marker of the adapter in checkpoints/rl: `scored` (the final adapter has been
+    measured, `score_final`: a later call finds the run finished) or `stopped` (it is the last finished
+    round's, the time budget having ended the call)."""
     root = paths.rl_checkpoint
-    write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "scored": True})
-
-
-def _mark_stopped(paths: RunPaths) -> None:
-    """The adapter in checkpoints/rl is the last finished round's, the time budget having ended the call."""
-    root = paths.rl_checkpoint
-    write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), "stopped": STOPPED})
+    write_json(root / models.MARKER, {**(read_json(root / models.MARKER, None) or {}), **fields})
 
 
 # --------------------------------------------------------------------------- one round's pieces
