@@ -21,6 +21,7 @@
 #                                                        # P="rl_tasks=kernelbench rounds=20"); RL_S (default 600): each
 #                                                        # RL method's time budget, rl_time_budget_s (it stops between
 #                                                        # rounds or steps when the next would overrun, its adapter kept)
+#   bash benchmarks/kernelbench_session.sh startsft R KB # one GPU: SFT, then SFT's evaluation alone (P as for start4)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done);
 #                                                        # at once, status 3, on a machine no plan started on
@@ -61,6 +62,14 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB"
   wait
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
+}
+
+plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measured before RL is spent on it)
+  local R=$1 KB=$2 xp=() p
+  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f
+  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
+  step evalsft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages sft -p kernelbench="$KB" \
+      -p "$KB_ONLY" "${xp[@]}"
 }
 
 plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, on GPU 1; the evaluation on both
@@ -189,12 +198,14 @@ case $cmd in
   start) background eval "${2:?R}" "${3:?KB}" ;;
   start2) background eval2 "${2:?R}" "${3:?KB}" ;;
   start4) background eval4 "${2:?R}" "${3:?KB}" ;;
+  startsft) background evalsft "${2:?R}" "${3:?KB}" ;;
   verify) background verify "${2:?R}" "${3:?KB}" ;;
   _eval) plan "$2" "$3" ;;
   _eval2) plan2 "$2" "$3" ;;
   _eval4) plan4 "$2" "$3" ;;
+  _evalsft) plan_sft "$2" "$3" ;;
   _verify) step verify "$PY" benchmarks/verify_kept.py "$2" -p kernelbench="$3" -p "$KB_ONLY" ;;
   watch) watch ;;
   pack) pack ;;
-  *) echo "usage: $0 start R KB | start2 R KB | start4 R KB | watch | verify R KB | pack" >&2; exit 2 ;;
+  *) echo "usage: $0 start R KB | start2 R KB | start4 R KB | startsft R KB | watch | verify R KB | pack" >&2; exit 2 ;;
 esac

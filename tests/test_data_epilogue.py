@@ -76,6 +76,45 @@ def test_examples_keep_the_heavy_op_and_launch_one_kernel_for_the_rest(family):
         assert len(re.findall(r"self\.\w+\(|torch\.(?:matmul|mm)\(| @ ", first)) == 1, first
 
 
+def _init_body(module: str, cls: str) -> list[str]:
+    """The statements of `cls.__init__` after `super().__init__()`, docstring left out."""
+    node = next(n for n in ast.parse(module).body if isinstance(n, ast.ClassDef) and n.name == cls)
+    fn = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    stmts = [ast.unparse(s) for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return [s for s in stmts if "__init__()" not in s]
+
+
+@pytest.mark.parametrize("family", NEW + list(FAMILIES["level2"]["reduce_epilogue"]))
+def test_the_kernel_writes_each_chain_line_of_the_reference_above_its_translation(family):
+    """The reference's chain lines come back, in order, as comments in the kernel, each followed by its
+    translation (code); in the flat chains every line after the heavy call is there. ModelNew's __init__
+    is the reference's, activation modules included."""
+    traced = 0
+    for index in range(16):
+        ex = render_example(family, seed=0, index=index)
+        fwd = _forward(ex.reference, "Model")
+        lines = [ln.strip() for ln in ex.solution.splitlines()]
+        at = [i for i, ln in enumerate(lines) if ln.startswith("# ") and _unparsed(ln[2:]) in fwd]
+        comments = [_unparsed(lines[i][2:]) for i in at]
+        rest = iter(fwd * 4)  # in order within a pass (a kernel of up to 4 passes recomputes the chain in each)
+        assert all(c in rest for c in comments), (family, index, comments, fwd)
+        for i in at:
+            assert lines[i + 1] and not lines[i + 1].startswith(("#", "tl.store")), (family, index, lines[i + 1])
+        if family in NEW[:4]:  # one flat kernel: every line between the heavy call and the return, clones aside
+            assert comments == [ln for ln in fwd[1:-1] if ".clone()" not in ln], (family, index, ex.solution)
+        traced += bool(comments)
+        assert _init_body(ex.solution, "ModelNew") == _init_body(ex.reference, "Model"), (family, index)
+    assert traced >= 8, (family, traced)  # most examples draw a chain (reduce families: 0-3 ops before it)
+
+
+def _unparsed(line: str) -> str:
+    """A source line as `ast.unparse` writes it (`x /= d` stays; quotes normalised), or itself."""
+    try:
+        return ast.unparse(ast.parse(line).body[0])
+    except SyntaxError:
+        return line
+
+
 def test_chains_vary_ops_forms_heavy_ops_and_reductions():
     refs = {fam: [render_example(fam, 0, i) for i in range(60)] for fam in NEW}
     chains = Counter(op for fam in NEW for ex in refs[fam] for op in ex.shape["chain"].split(" -> "))

@@ -183,12 +183,6 @@ def _super(cls: str, style: Style) -> str:
     return f"super({cls}, self).__init__()" if style.classic_super else "super().__init__()"
 
 
-def _signature(args: list[str], style: Style, hint: str = "torch.Tensor") -> str:
-    if style.hints:
-        return ", ".join(f"{a}: {hint}" for a in args)
-    return ", ".join(args)
-
-
 def _init_signature(params: list[tuple[str, str]], style: Style, defaults: dict[str, str] | None = None) -> str:
     if not params:
         return "self"
@@ -325,16 +319,25 @@ def render_solution(ref: RefSpec, sol: SolSpec, style: Style) -> str:
     cls = ["class ModelNew(nn.Module):"]
     if style.sol_docstrings:
         cls += ['    """', f"    {sol.doc or 'Triton version of Model: ' + ref.doc[0].lower() + ref.doc[1:]}", '    """', ""]
-    cls.append(f"    def __init__({_init_signature(ref.init_params, style, ref.init_defaults)}):")
+    # ModelNew's signatures are the reference's, character for character (defaults and hints as the
+    # reference writes them): what a model must learn is to copy them, never to rewrite them
+    init_def, forward_def = _signature_lines(render_reference(ref, style))
+    cls.append(init_def)
     cls.append(f"        {_super('ModelNew', style)}")
     init_lines = ref.init_lines if sol.init_lines is None else sol.init_lines
     cls += [f"        {ln}" for ln in init_lines]
     cls.append("")
-    ret = " -> torch.Tensor" if style.hints else ""
-    cls.append(f"    def forward(self, {_signature(ref.forward_args, style)}){ret}:")
+    cls.append(forward_def)
     cls += [f"        {ln}" if ln else "" for ln in sol.forward_lines]
     parts.append("\n".join(cls))
     return "\n\n\n".join(parts) + "\n"
+
+
+def _signature_lines(reference: str) -> tuple[str, str]:
+    """The `def __init__(...)` and `def forward(...)` lines of a rendered reference."""
+    lines = reference.splitlines()
+    return (next(ln for ln in lines if ln.startswith("    def __init__(")),
+            next(ln for ln in lines if ln.startswith("    def forward(")))
 
 
 # --------------------------------------------------------------------------- shared snippets

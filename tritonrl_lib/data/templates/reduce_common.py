@@ -332,7 +332,8 @@ def finish(family: str, heavy: Heavy, b: Build, style: Style, ref: RefSpec, knam
         doc = ['    """Runs the fused epilogue over the output of the heavy op."""'] if style.sol_docstrings else []
         helpers = [f"def {fn}({', '.join(['y', *params])}):\n" + "\n".join(doc + [f"    {ln}" for ln in launch]) + "\n"]
         forward = head + [f"return {fn}({', '.join(['y', *exprs])})"]
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=heavy.init_lines + b.init_lines,
+    # __init__ is the reference's, activation modules included (as epilogue.finish_epilogue)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None,
                   imports=["import torch.nn.functional as F"] if "F." in heavy.sol_line else [])
     return make_example(family, ref, sol, style, description, dtype, dims)
 
