@@ -204,7 +204,7 @@ case $cmd in
   _eval2) plan2 "$2" "$3" ;;
   _eval4) plan4 "$2" "$3" ;;
   _evalsft) plan_sft "$2" "$3" ;;
-  _verify) step verify "$PY" benchmarks/verify_kept.py "$2" -p kernelbench="$3" -p "$KB_ONLY" ;;
+  _verify) step verify "$PY" benchmarks/verify_kept.py "$2" ${FIRST:+--first "$FIRST"} -p kernelbench="$3" -p "$KB_ONLY" ;;
   watch) watch ;;
   pack) pack ;;
   *) echo "usage: $0 start R KB | start2 R KB | start4 R KB | startsft R KB | watch | verify R KB | pack" >&2; exit 2 ;;

@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path, help="a gpu_rl_session.py results folder with its kept evaluation")
     ap.add_argument("--stages", default="", help="comma-separated model stages (default: every stage it kept)")
+    ap.add_argument("--first", default="",
+                    help="verify the tasks whose id contains this first (e.g. kernelbench/L2/: a short machine "
+                         "spent where the answer is missing), then the rest")
     ap.add_argument("--profile", default="gpu")
     ap.add_argument("-p", "--param", action="append", default=[], help="setting overrides, as the session had them")
     args = ap.parse_args(argv)
@@ -69,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("no stage has a kept evaluation made with these settings: nothing to verify")
     texts = [[[c["text"] for c in cs] for cs in data["completions"]] for data in kept.values()]
     flat_tasks, flat_text, _, _ = interleaved(tasks, texts)
+    if args.first:  # a stable reorder: the chosen tasks first, each part in the session's order
+        order = sorted(range(len(flat_tasks)), key=lambda i: args.first not in flat_tasks[i].id)
+        flat_tasks, flat_text = [flat_tasks[i] for i in order], [flat_text[i] for i in order]
     pool = LazyPool(cfg)
     pool.keep_verdicts_in([verdicts_dir(f) for f in folders.values()])
     interrupt_on_sigterm()  # `timeout` stops it as Ctrl-C does: the pool closes its workers

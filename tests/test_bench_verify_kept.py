@@ -105,3 +105,22 @@ def test_folders_made_with_other_verifier_settings_are_refused(tmp_path, monkeyp
     assert "made with other settings: verify" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no kept evaluation"):
         _script().main([str(tmp_path / "elsewhere"), "--profile", "cpu"])
+
+
+def test_first_verifies_the_chosen_tasks_before_the_rest(tmp_path, monkeypatch):
+    """`--first kernelbench/L2/`: a short machine spends itself where no verdict is yet, the rest after."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    cfg = _cfg(tmp_path)
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    right = f"```python\n{tasks[0].reference_solution}\n```"
+    answers = [[right, "no code a"], ["no code b", "no code c"]]
+    out = tmp_path / "eval" / "eval_sft.json"
+    fp = fingerprint(model_stage="sft", spec="m", tasks=tasks, sampling=eval_sampling(cfg, 2), cfg=cfg, device="cpu")
+    write_partial(partial_path(resume_dir(out, fp)), fp, answers, {})
+    order = []
+    real_map = VerifierPool.map
+    monkeypatch.setattr(VerifierPool, "map", lambda self, ts, texts, **kw: order.append(list(texts))
+                        or real_map(self, ts, texts, **kw))
+    args = [str(tmp_path), "--profile", "cpu", "-p", "eval_k=2", *sum((["-p", p] for p in PARAMS), [])]
+    assert _script().main([*args, "--first", tasks[1].id]) == 0
+    assert order == [["no code b", "no code c", right, "no code a"]]  # the chosen task first, then the session's order
