@@ -26,7 +26,8 @@
 #                                                        # (until the last step started, eval or verify, is done);
 #                                                        # at once, status 3, on a machine no plan started on
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
-#                                                        # R's kept completions (benchmarks/verify_kept.py)
+#                                                        # R's kept completions (benchmarks/verify_kept.py); FIRST
+#                                                        # (e.g. kernelbench/L2/): those tasks queued first
 #
 # R is a gpu_rl_session.py folder whose data stage ran ahead (here on the CPU: its 4,000-example corpus
 # takes 20 minutes on 2 cores, RL's training sizes 6 more, python -c "...tasks_for_training(...)"; see
@@ -42,7 +43,7 @@ OUT=${OUT:-$PWD/kernelbench_session_out}
 PY=${PY:-python}
 KB_ONLY="heldout_sets=[kernelbench]"   # the evaluation on the held-out KernelBench problems alone
 TREE=/tmp/kbs-repo                      # the plan runs from a copy: a later device call replaces the tree it came in
-cmd=${1:?start, watch, verify or pack}
+cmd=${1:?start, start2, start4, startsft, watch, verify or pack}
 
 step() {  # step NAME command...: run it (OUT unset: gpu_rl_session would export into a later call's $OUT), log it
   local name=$1; shift

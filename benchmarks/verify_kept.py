@@ -45,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("root", type=Path, help="a gpu_rl_session.py results folder with its kept evaluation")
     ap.add_argument("--stages", default="", help="comma-separated model stages (default: every stage it kept)")
     ap.add_argument("--first", default="",
-                    help="verify the tasks whose id contains this first (e.g. kernelbench/L2/: a short machine "
-                         "spent where the answer is missing), then the rest")
+                    help="queue the tasks whose id contains this first (e.g. kernelbench/L2/: a short machine spent "
+                         "where the answer is missing), then the rest; a task too large to share the GPU "
+                         "still waits for the shared jobs")
     ap.add_argument("--profile", default="gpu")
     ap.add_argument("-p", "--param", action="append", default=[], help="setting overrides, as the session had them")
     args = ap.parse_args(argv)

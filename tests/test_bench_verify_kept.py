@@ -42,6 +42,15 @@ def _cfg(root: Path, **more):
                                          "workers": 1, **more})
 
 
+def _keep(out: Path, stage: str, spec: str, tasks, cfg, answers, sampling=None) -> Path:
+    """A kept evaluation as eval/resume.py writes it: its folder, named after the fingerprint."""
+    sampling = sampling or eval_sampling(cfg, len(answers[0]))
+    fp = fingerprint(model_stage=stage, spec=spec, tasks=tasks, sampling=sampling, cfg=cfg, device="cpu")
+    folder = resume_dir(out, fp)
+    write_partial(partial_path(folder), fp, answers, {})
+    return folder
+
+
 def test_kept_completions_are_verified_once_where_the_evaluation_finds_them(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     cfg = _cfg(tmp_path)
@@ -60,11 +69,8 @@ def test_kept_completions_are_verified_once_where_the_evaluation_finds_them(tmp_
     models, folders = [], []
     for stage, cs in answers.items():
         model = ModelToEval(stage, f"model-of-{stage}", None, eval_dir / f"eval_{stage}.json")
-        fp = fingerprint(model_stage=stage, spec=model.spec, tasks=tasks, sampling=sampling, cfg=cfg, device="cpu")
-        folder = resume_dir(model.out, fp)
-        write_partial(partial_path(folder), fp, cs, {})
         models.append(model)
-        folders.append(folder)
+        folders.append(_keep(model.out, stage, model.spec, tasks, cfg, cs, sampling))
     args = [str(tmp_path), "--profile", "cpu", "-p", "eval_k=2", *sum((["-p", p] for p in PARAMS), [])]
 
     order = []
@@ -114,9 +120,7 @@ def test_first_verifies_the_chosen_tasks_before_the_rest(tmp_path, monkeypatch):
     tasks = load_eval_tasks(cfg, cfg.paths)
     right = f"```python\n{tasks[0].reference_solution}\n```"
     answers = [[right, "no code a"], ["no code b", "no code c"]]
-    out = tmp_path / "eval" / "eval_sft.json"
-    fp = fingerprint(model_stage="sft", spec="m", tasks=tasks, sampling=eval_sampling(cfg, 2), cfg=cfg, device="cpu")
-    write_partial(partial_path(resume_dir(out, fp)), fp, answers, {})
+    _keep(tmp_path / "eval" / "eval_sft.json", "sft", "m", tasks, cfg, answers)
     order = []
     real_map = VerifierPool.map
     monkeypatch.setattr(VerifierPool, "map", lambda self, ts, texts, **kw: order.append(list(texts))

@@ -32,11 +32,18 @@ CHAIN_CALLS = re.compile(r"torch\.(relu|sigmoid|tanh|clamp|sum|mean|max|amax|log
                          r"adaptive_avg_pool\dd)\(")
 
 
-def _forward(module: str, cls: str) -> list[str]:
-    """The statements of `cls.forward` (its docstring left out), one unparsed string each."""
+REDUCTION = re.compile(r"sum|mean|max|min|logsumexp|softmax|norm|pool|amax|amin|flatten")
+
+
+def _method_body(module: str, cls: str, method: str) -> list[str]:
+    """The statements of `cls.method` (its docstring left out), one unparsed string each."""
     node = next(n for n in ast.parse(module).body if isinstance(n, ast.ClassDef) and n.name == cls)
-    fn = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "forward")
+    fn = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == method)
     return [ast.unparse(s) for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+def _forward(module: str, cls: str) -> list[str]:
+    return _method_body(module, cls, "forward")
 
 
 def test_the_families_are_level_2_in_their_own_category_with_templates():
@@ -77,11 +84,8 @@ def test_examples_keep_the_heavy_op_and_launch_one_kernel_for_the_rest(family):
 
 
 def _init_body(module: str, cls: str) -> list[str]:
-    """The statements of `cls.__init__` after `super().__init__()`, docstring left out."""
-    node = next(n for n in ast.parse(module).body if isinstance(n, ast.ClassDef) and n.name == cls)
-    fn = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
-    stmts = [ast.unparse(s) for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    return [s for s in stmts if "__init__()" not in s]
+    """The statements of `cls.__init__` after `super().__init__()`."""
+    return [s for s in _method_body(module, cls, "__init__") if "__init__()" not in s]
 
 
 @pytest.mark.parametrize("family", NEW + list(FAMILIES["level2"]["reduce_epilogue"]))
@@ -100,8 +104,12 @@ def test_the_kernel_writes_each_chain_line_of_the_reference_above_its_translatio
         assert all(c in rest for c in comments), (family, index, comments, fwd)
         for i in at:
             assert lines[i + 1] and not lines[i + 1].startswith(("#", "tl.store")), (family, index, lines[i + 1])
-        if family in NEW[:4]:  # one flat kernel: every line between the heavy call and the return, clones aside
-            assert comments == [ln for ln in fwd[1:-1] if ".clone()" not in ln], (family, index, ex.solution)
+        chain = [ln for ln in fwd[1:-1] if ".clone()" not in ln]  # between the heavy call and the return
+        if family in NEW[:4]:  # one flat kernel: every one of them, once
+            assert comments == chain, (family, index, ex.solution)
+        else:  # only the reductions and norms (at most two; or one in the return line) go untraced
+            untraced = [ln for ln in chain if ln not in comments]
+            assert len(untraced) <= 2 and all(REDUCTION.search(ln) for ln in untraced), (family, index, untraced)
         traced += bool(comments)
         assert _init_body(ex.solution, "ModelNew") == _init_body(ex.reference, "Model"), (family, index)
     assert traced >= 8, (family, traced)  # most examples draw a chain (reduce families: 0-3 ops before it)

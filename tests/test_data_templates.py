@@ -40,12 +40,13 @@ def test_family_renders_kernelbench_task_and_triton_solution(family):
 def test_model_new_repeats_the_references_signatures_exactly(family):
     """A model learns to copy `def __init__(...)` and `def forward(...)`, defaults and hints as written
     (KernelBench's `stride=2, padding=1` after `bias_shape` was dropped by a model taught to rewrite them)."""
-    for index in range(6):
+    for index in range(12):
         ex = render_example(family, seed=0, index=index)
-        for head in ("    def __init__(", "    def forward("):
-            ref = [ln for ln in ex.reference.splitlines() if ln.startswith(head)]
-            sol = [ln for ln in ex.solution.splitlines() if ln.startswith(head)]
-            assert len(ref) == 1 and sol == ref, (family, index, ref, sol)
+        for shown in {ex.reference, ex.prompt_reference}:  # the small reference and the one a prompt shows
+            for head in ("    def __init__(", "    def forward("):
+                ref = [ln for ln in shown.splitlines() if ln.startswith(head)]
+                sol = [ln for ln in ex.solution.splitlines() if ln.startswith(head)]
+                assert len(ref) == 1 and sol == ref, (family, index, ref, sol)
 
 
 def test_same_seed_same_example_other_index_other_example():
