@@ -90,27 +90,33 @@ def _init_body(module: str, cls: str) -> list[str]:
 
 @pytest.mark.parametrize("family", NEW + list(FAMILIES["level2"]["reduce_epilogue"]))
 def test_the_kernel_writes_each_chain_line_of_the_reference_above_its_translation(family):
-    """The reference's chain lines come back, in order, as comments in the kernel, each followed by its
-    translation (code); in the flat chains every line after the heavy call is there. ModelNew's __init__
-    is the reference's, activation modules included."""
+    """Every line of the reference's forward after the heavy call (the reductions and norms too, and a
+    reduction written in the return line) comes back as a comment in the kernel, in order, each followed
+    by code; once, in the first pass over the tiles, however many passes recompute the chain (a "fits"
+    kernel's `else:` branch carries the trace again). ModelNew's __init__ is the reference's, activation
+    modules included."""
     traced = 0
     for index in range(16):
         ex = render_example(family, seed=0, index=index)
         fwd = _forward(ex.reference, "Model")
+        chain = [ln for ln in fwd[1:] if ".clone()" not in ln and not re.fullmatch(r"return \w+", ln)]
         lines = [ln.strip() for ln in ex.solution.splitlines()]
-        at = [i for i, ln in enumerate(lines) if ln.startswith("# ") and _unparsed(ln[2:]) in fwd]
-        comments = [_unparsed(lines[i][2:]) for i in at]
-        rest = iter(fwd * 4)  # in order within a pass (a kernel of up to 4 passes recomputes the chain in each)
-        assert all(c in rest for c in comments), (family, index, comments, fwd)
-        for i in at:
-            assert lines[i + 1] and not lines[i + 1].startswith(("#", "tl.store")), (family, index, lines[i + 1])
-        chain = [ln for ln in fwd[1:-1] if ".clone()" not in ln]  # between the heavy call and the return
-        if family in NEW[:4]:  # one flat kernel: every one of them, once
-            assert comments == chain, (family, index, ex.solution)
-        else:  # only the reductions and norms (at most two; or one in the return line) go untraced
-            untraced = [ln for ln in chain if ln not in comments]
-            assert len(untraced) <= 2 and all(REDUCTION.search(ln) for ln in untraced), (family, index, untraced)
-        traced += bool(comments)
+
+        def traced_in(part: list[str]) -> list[str]:
+            return [_unparsed(ln[2:]) for ln in part if ln.startswith("# ") and _unparsed(ln[2:]) in fwd]
+
+        for i, ln in enumerate(lines):
+            if ln.startswith("# ") and _unparsed(ln[2:]) in fwd:
+                assert lines[i + 1] and not lines[i + 1].startswith(("#", "tl.store")), (family, index, lines[i + 1])
+        flag = next((i for i, ln in enumerate(lines) if re.fullmatch(r"if (ONE_TILE|SINGLE_TILE|FITS):", ln)), None)
+        if flag is None:
+            assert traced_in(lines) == chain, (family, index, ex.solution)
+        else:  # the one-tile branch carries the trace the loop branch opens with
+            end = lines.index("else:", flag)
+            one_tile, rest = traced_in(lines[flag:end]), traced_in(lines[end:])
+            assert traced_in(lines[:flag] + lines[end:]) == chain, (family, index, ex.solution)
+            assert one_tile and one_tile == rest[:len(one_tile)], (family, index, ex.solution)
+        traced += len(chain) > 1
         assert _init_body(ex.solution, "ModelNew") == _init_body(ex.reference, "Model"), (family, index)
     assert traced >= 8, (family, traced)  # most examples draw a chain (reduce families: 0-3 ops before it)
 

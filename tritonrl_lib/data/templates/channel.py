@@ -159,7 +159,7 @@ def render_batch_norm(rng: random.Random, dtype: str, style: Style, conv: bool =
     else:
         helpers = []
         forward = pre + launch
-    sol = SolSpec(kernels=kernels, helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    sol = SolSpec(kernels=kernels, helpers=helpers, forward_lines=forward, init_lines=None)
     return make_example(family, ref, sol, style, "fused convolution epilogue: batch norm and ReLU" if conv else doc,
                         dtype, dict(zip(sizes, dims)))
 
@@ -245,7 +245,7 @@ def {kname}(x_ptr, out_ptr, w_ptr, b_ptr, channels, hw, num_groups, eps, {b}: tl
         forward = [f"return {fn}({x}, self.{attr})"]
     else:
         helpers, forward = [], launch
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None)
     return make_example(family, ref, sol, style, "group norm fused with ReLU" if relu else doc, dtype,
                         dict(zip(sizes, dims)) | {"num_groups": groups})
 
@@ -362,7 +362,7 @@ def {kname}({', '.join(args)}, {b}: tl.constexpr):
     note = ("# The convolution stays in PyTorch; everything after it runs in one Triton kernel."
             if style.comments else "")
     forward = ([note] if note else []) + launch
-    sol = SolSpec(kernels=[kernel], helpers=[], forward_lines=forward, init_lines=init_lines,
+    sol = SolSpec(kernels=[kernel], helpers=[], forward_lines=forward, init_lines=None,
                   imports=["import torch.nn.functional as F"] if bias_in_kernel else [])
     return make_example(ep.family, ref, sol, style, f"fused convolution epilogue: {ep.doc[0].lower()}{ep.doc[1:]}",
                         dtype, dict(zip(sizes, dims)) | {"out_channels": out_ch, "kernel_size": k})

@@ -249,6 +249,14 @@ class Build:
         return self.rng.choice(options)
 
 
+def trace(ref_lines: list[str]) -> list[str]:
+    """A reduction's or a norm's reference line(s) as comments, for the end of a kernel's tile: the first
+    pass over the tiles then carries them above its first statistic, so `# x = self.group_norm(x)` is
+    followed by what computes a group norm, never by an elementwise line."""
+    return [f"# {ln}" for ln in ref_lines]
+
+
+
 def _arith(kind: str):
     names, values, sym, fn = {
         "scale": (("scaling_factor", "scale_factor", "multiplier"), (0.5, 2.0, 1.5, 0.1, 3.0), "*", "mul"),

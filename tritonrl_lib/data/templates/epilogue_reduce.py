@@ -17,7 +17,7 @@ import random
 
 from .base import Example, Style, TemplateInfo, avoid_clashes, comment
 from .epilogue import (X_NAMES, Build, Heavy, chain_words, draw_chain, draw_heavy, finish_epilogue, kernel_inputs, load_lines,
-                       reference_spec, start_build, store_value)
+                       reference_spec, start_build, store_value, trace)
 
 HEAVY_KINDS = ("linear", "matmul", "conv1d", "conv2d", "conv2d", "conv3d", "convt2d")
 REDUCE_LABELS = {"sum": "sum_dim1", "mean": "mean_dim1", "max": "max_dim1", "logsumexp": "logsumexp_dim1",
@@ -50,13 +50,15 @@ def _tail(rng: random.Random, what: str, keepdim: bool, nd: int, v: str) -> tupl
 
 
 def _dim1_kernel(name: str, heavy: Heavy, b: Build, style: Style, what: str, args: list[str], y_p: str,
-                 out_p: str) -> str:
+                 out_p: str, traced: list[str]) -> str:
     idx = "feat" if heavy.per_feature else "ch"
     tile = [f"{idx} = start + tl.arange(0, BLOCK_R)[:, None]", f"ch_mask = {idx} < reduce_len",
             "mask = ch_mask & col_mask[None, :]",
             f"y = tl.load({y_p} + base + {idx}.to(tl.int64) * inner + cols[None, :], mask=mask, other=0.0).to(tl.float32)"]
-    tile += load_lines(heavy, b, style, idx, "ch_mask") + b.body
+    tile += load_lines(heavy, b, style, idx, "ch_mask") + b.body + trace(traced)
     loop = ["for start in range(0, reduce_len, BLOCK_R):"] + [f"    {ln}" for ln in tile]
+    # logsumexp's second pass recomputes the chain; its trace is read once, in the first
+    again = [ln for ln in loop if not ln.lstrip().startswith("#")]
     lines = ["row = tl.program_id(axis=0)", "cols = tl.program_id(axis=1) * BLOCK_I + tl.arange(0, BLOCK_I)",
              "col_mask = cols < inner", "base = row.to(tl.int64) * reduce_len * inner"]
     if what in ("sum", "mean"):
@@ -69,7 +71,7 @@ def _dim1_kernel(name: str, heavy: Heavy, b: Build, style: Style, what: str, arg
     else:  # logsumexp: the maximum first, then the sum of exponentials below it
         lines += ['run_max = tl.full((BLOCK_I,), float("-inf"), dtype=tl.float32)'] + loop
         lines += ['    run_max = tl.maximum(run_max, tl.max(tl.where(ch_mask, y, float("-inf")), axis=0))',
-                  "run_sum = tl.zeros((BLOCK_I,), dtype=tl.float32)"] + loop
+                  "run_sum = tl.zeros((BLOCK_I,), dtype=tl.float32)"] + again
         lines += ["    run_sum += tl.sum(tl.where(ch_mask, tl.exp(y - run_max[None, :]), 0.0), axis=0)",
                   "total = run_max + tl.log(run_sum)"]
     lines.append(f"tl.store({out_p} + row.to(tl.int64) * inner + cols, {store_value(style, 'total', out_p)}, "
@@ -80,13 +82,14 @@ def _dim1_kernel(name: str, heavy: Heavy, b: Build, style: Style, what: str, arg
             + comment(style, what_c) + "\n".join(f"    {ln}" for ln in lines) + "\n")
 
 
-def _gap_kernel(name: str, heavy: Heavy, b: Build, style: Style, args: list[str], y_p: str, out_p: str) -> str:
+def _gap_kernel(name: str, heavy: Heavy, b: Build, style: Style, args: list[str], y_p: str, out_p: str,
+                traced: list[str]) -> str:
     blk = style.block
     lines = ["row = tl.program_id(axis=0)", "ch = row % channels", "base = row.to(tl.int64) * spatial",
              f"acc = tl.zeros(({blk},), dtype=tl.float32)", f"for start in range(0, spatial, {blk}):",
              f"    cols = start + tl.arange(0, {blk})", "    mask = cols < spatial",
              f"    y = tl.load({y_p} + base + cols, mask=mask, other=0.0).to(tl.float32)"]
-    lines += [f"    {ln}" for ln in load_lines(heavy, b, style, "ch", None) + b.body]
+    lines += [f"    {ln}" for ln in load_lines(heavy, b, style, "ch", None) + b.body + trace(traced)]
     lines += ["    acc += tl.where(mask, y, 0.0)", "total = tl.sum(acc, axis=0) / spatial"]
     lines.append(f"tl.store({out_p} + row, {store_value(style, 'total', out_p)})")
     return (f"@triton.jit\ndef {name}({', '.join(args)}, {blk}: tl.constexpr):\n"
@@ -119,7 +122,7 @@ def render_chain_reduce(rng: random.Random, dtype: str, style: Style) -> Example
     launch = ["y = y.contiguous()"]
     if what == "gap":
         args = [y_p, out_p, *ptrs, "spatial", "channels", *b.scalars]
-        kernel = _gap_kernel(kname, heavy, b, style, args, y_p, out_p)
+        kernel = _gap_kernel(kname, heavy, b, style, args, y_p, out_p, tail[:1])
         launch += ["channels = y.shape[1]", "spatial = y.numel() // (y.shape[0] * channels)",
                    "out_shape = tuple(y.shape[:2])" + (" + (1,) * (y.dim() - 2)" if keepdim else ""),
                    "out = torch.empty(out_shape, device=y.device, dtype=y.dtype)",
@@ -128,7 +131,7 @@ def render_chain_reduce(rng: random.Random, dtype: str, style: Style) -> Example
                     f"{style.block}={style.block})")]
     else:
         args = [y_p, out_p, *ptrs, "reduce_len", "inner", *b.scalars]
-        kernel = _dim1_kernel(kname, heavy, b, style, what, args, y_p, out_p)
+        kernel = _dim1_kernel(kname, heavy, b, style, what, args, y_p, out_p, tail[:1])
         launch += ["rows, reduce_len = y.shape[0], y.shape[1]", "inner = y.numel() // (rows * reduce_len)",
                    f"out_shape = (rows, {'1, ' if keepdim else ''}*y.shape[2:])",
                    "out = torch.empty(out_shape, device=y.device, dtype=y.dtype)",

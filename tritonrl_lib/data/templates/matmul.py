@@ -441,7 +441,7 @@ def render_gemm(ep: Epilogue, rng: random.Random, dtype: str, style: Style, resi
     helpers, forward = _wrap(ep.family, style, kname, params, launch, call)
     if style.launcher == "inline":
         forward = [f"weight, bias = self.{attr}.weight, self.{attr}.bias"] + [f"{n} = self.{n}" for n, _ in scalars] + forward
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None)
     return make_example(ep.family, ref, sol, style, ep.description or ep.doc, dtype, dict(zip(sizes, dims)))
 
 

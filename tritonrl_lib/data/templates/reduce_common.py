@@ -186,10 +186,19 @@ class Walk:
     bc: str  # a statistic broadcast back over the tile: "", "[None, :]", "[:, None]"
     n: str  # the reduced count
     rshape: str = ""  # a 2-D tile's reduced shape: the "online" form adds each tile's reduction into it
+    traced: bool = False  # a pass has taken the tile with its comments
 
     @property
     def single(self) -> bool:
         return self.loop is None
+
+    def pass_tile(self) -> list[str]:
+        """The tile's lines for one pass over it: the chain's trace comments (epilogue.Build.emit, trace) in
+        the first pass only. Every pass recomputes the chain; its trace is read once, in order."""
+        if self.traced:
+            return [ln for ln in self.tile if not ln.lstrip().startswith("#")]
+        self.traced = True
+        return list(self.tile)
 
 
 def loop_form(style: Style) -> str:
@@ -201,7 +210,7 @@ def _online_max_sumexp(w: Walk) -> list[str]:
     """The maximum and the sum of exponentials below it in one pass: per lane, the sum rescaled whenever
     the lane's maximum grows (masked lanes stay at -1e30 and add nothing), then the lanes combined."""
     return [f"run_max = tl.full({w.shape}, -1e30, dtype=tl.float32)", f"run_sum = tl.zeros({w.shape}, dtype=tl.float32)",
-            w.loop, *[f"    {ln}" for ln in w.tile],
+            w.loop, *[f"    {ln}" for ln in w.pass_tile()],
             f"    new_max = tl.maximum(run_max, tl.where({w.m}, y, -1e30))",
             f"    run_sum = run_sum * tl.exp(run_max - new_max) + tl.where({w.m}, tl.exp(y - new_max), 0.0)",
             "    run_max = new_max",
@@ -213,7 +222,7 @@ def _welford(w: Walk) -> list[str]:
     """The mean and the variance in one pass: Welford's count, mean and M2 per lane, then the lanes
     combined (Chan's formula: the lanes' M2 plus their count times their mean's squared distance)."""
     return [f"w_cnt = tl.zeros({w.shape}, dtype=tl.float32)", f"w_mean = tl.zeros({w.shape}, dtype=tl.float32)",
-            f"w_m2 = tl.zeros({w.shape}, dtype=tl.float32)", w.loop, *[f"    {ln}" for ln in w.tile],
+            f"w_m2 = tl.zeros({w.shape}, dtype=tl.float32)", w.loop, *[f"    {ln}" for ln in w.pass_tile()],
             f"    w_cnt += tl.where({w.m}, 1.0, 0.0)",
             f"    delta = tl.where({w.m}, y - w_mean, 0.0)",
             "    w_mean += delta / tl.maximum(w_cnt, 1.0)",
@@ -233,7 +242,7 @@ def stat_lines(w: Walk, stats: tuple[str, ...], online: bool = False) -> list[st
         if len(stats) == 1 and w.rshape:  # each tile reduced, then added in
             name, part, how, div = STATS[stats[0]]
             tile_part = f"tl.{how}({part.format(m=w.m, bc=w.bc)}, axis={w.axis})"
-            return (["acc = " + _INIT[how].format(shape=w.rshape), w.loop] + [f"    {ln}" for ln in w.tile]
+            return (["acc = " + _INIT[how].format(shape=w.rshape), w.loop] + [f"    {ln}" for ln in w.pass_tile()]
                     + ["    " + _UPDATE[how].format(x=tile_part), f"{name} = acc" + (f" / {w.n}" if div else "")])
     out: list[str] = []
     for s in stats:
@@ -245,7 +254,7 @@ def stat_lines(w: Walk, stats: tuple[str, ...], online: bool = False) -> list[st
             continue
         out.append("acc = " + _INIT[how].format(shape=w.shape))
         out.append(w.loop)
-        out += [f"    {ln}" for ln in w.tile]
+        out += [f"    {ln}" for ln in w.pass_tile()]
         out.append("    " + _UPDATE[how].format(x=part))
         out.append(f"{name} = tl.{how}(acc, axis={w.axis}){tail}")
     return out
@@ -255,7 +264,7 @@ def over_tiles(w: Walk, body: list[str]) -> list[str]:
     """`body` (which writes the tile) once per tile: in the loop, recomputing `y`, or after the one tile."""
     if w.single:
         return body
-    return [w.loop] + [f"    {ln}" for ln in w.tile + body]
+    return [w.loop] + [f"    {ln}" for ln in w.pass_tile() + body]
 
 
 def indent(lines: list[str], by: str = "    ") -> list[str]:

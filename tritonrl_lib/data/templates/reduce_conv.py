@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
-from .epilogue import Build, kernel_inputs, reference_spec
+from .epilogue import Build, kernel_inputs, reference_spec, trace
 from .reduce_common import (FLAGS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_CAP, TILE_DIM_CAP, Walk,
                             doc_of, draw_post, finish, fits_branch, fits_launch, grid_line, indent, jit, load_params,
                             loop_form, mark, normalize_forms, over_tiles, pre_loads, published_sizes, reduce_forms,
@@ -92,13 +92,13 @@ def render_conv_channel_reduce(rng: random.Random, dtype: str, style: Style) -> 
                 "mask = ch_mask & col_mask[None, :]",
                 (f"y = tl.load({y_p} + base + ch.to(tl.int64) * spatial + cols[None, :], mask=mask, other=0.0)"
                  ".to(tl.float32)")]
-        tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "ch", "ch_mask") + b.body[:pre.body]
+        tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "ch", "ch_mask") + b.body[:pre.body] + trace(traced)
         return Walk(None if single else f"for start in range(0, channels, {bc_}):", tile, "ch_mask",
                     f"({bc_}, {bs})", 0, "[None, :]", "channels", rshape=f"({bs},)")
 
     def part(w: Walk, online: bool) -> list[str]:
         """The statistics over the channels, then the rest (a reduction's value; a normaliser's tiles)."""
-        lines = (w.tile if w.single else []) + stat_lines(w, stats, online)
+        lines = (w.pass_tile() if w.single else []) + stat_lines(w, stats, online)
         if reduces:
             return lines
         body = [f"y = {value.format(bc='[None, :]')}"] + load_params(style, b.loads[post.loads:], "ch", "ch_mask")
@@ -108,6 +108,7 @@ def render_conv_channel_reduce(rng: random.Random, dtype: str, style: Style) -> 
         return lines + over_tiles(w, body)
 
     stats, value = REDUCE[what] if reduces else NORMALIZE[what]
+    traced = ref_lines if n_post or not reduces else tail[:1]  # the reduction's reference line
     lines = ["row = tl.program_id(axis=1)", f"cols = tl.program_id(axis=0) * {bs} + tl.arange(0, {bs})",
              "col_mask = cols < spatial", "base = row.to(tl.int64) * channels * spatial"]
     tiles = part(walk(False), form == "online")
@@ -199,7 +200,8 @@ def render_conv_global_pool(rng: random.Random, dtype: str, style: Style) -> Exa
     nd = len(heavy.input_shape) - 2
     what = rng.choice(POOLS)
     keepdim = rng.random() < 0.5
-    b.fwd.append(f"{x} = {_pool_forms(b, what, x, nd, keepdim)}")
+    pool_line = f"{x} = {_pool_forms(b, what, x, nd, keepdim)}"
+    b.fwd.append(pool_line)
     post = mark(b)
     cout = heavy.pshape.split(",")[0]
     b.pshape = heavy.pshape if keepdim else cout  # a parameter broadcast onto the pooled shape
@@ -208,7 +210,8 @@ def render_conv_global_pool(rng: random.Random, dtype: str, style: Style) -> Exa
     keep2 = final is not None and rng.random() < 0.5
     second = mark(b)
     if final:
-        b.fwd.append(f"{x} = {rng.choice(reduce_forms(final, x, '1', keep2))}")
+        final_line = f"{x} = {rng.choice(reduce_forms(final, x, '1', keep2))}"
+        b.fwd.append(final_line)
         draw_post(b, rng.choice((0, 1)), params=False)
     ops = b.ops[:pre.ops] + [f"{what}_spatial"] + b.ops[pre.ops:second.ops]
     ops += [f"{final}_dim1"] + b.ops[second.ops:] if final else []
@@ -234,13 +237,14 @@ def render_conv_global_pool(rng: random.Random, dtype: str, style: Style) -> Exa
                 (f"y = tl.load({y_p} + base + ch.to(tl.int64)[:, None] * spatial + cols[None, :], mask=mask, "
                  "other=0.0).to(tl.float32)")]
         tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "ch[:, None]", "ch_mask[:, None]") + b.body[:pre.body]
+        tile += trace([pool_line])
         return Walk(None if single else f"for start in range(0, spatial, {bs}):", tile, "mask", f"({bc_}, {bs})", 1,
                     "[:, None]", "spatial", rshape=f"({bc_},)")
 
     stats, value = REDUCE[what]
 
     def pooled(w: Walk, online: bool) -> list[str]:
-        return (w.tile if w.single else []) + stat_lines(w, stats, online) + [f"y = {value}"]
+        return (w.pass_tile() if w.single else []) + stat_lines(w, stats, online) + [f"y = {value}"]
 
     pool = pooled(walk(False), form == "online")
     if form == "fits":
@@ -250,7 +254,8 @@ def render_conv_global_pool(rng: random.Random, dtype: str, style: Style) -> Exa
     if final:  # one program per sample: the channels in blocks, their reduction in BLOCK_C lanes across them
         init, update, combine = _final_lines(final, bc_)
         lines += init + [f"for cstart in range(0, channels, {bc_}):", f"    ch = cstart + tl.arange(0, {bc_})",
-                         "    ch_mask = ch < channels"] + indent(pool + update) + combine + b.body[second.body:]
+                         "    ch_mask = ch < channels"] + indent(pool + trace([final_line]) + update)
+        lines += combine + b.body[second.body:]
         lines.append(f"tl.store({out_p} + row, {store_cast(style, 'y', out_p)})")
     else:
         lines += [f"ch = tl.program_id(axis=1) * {bc_} + tl.arange(0, {bc_})", "ch_mask = ch < channels"] + pool

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
-from .epilogue import kernel_inputs, reference_spec
+from .epilogue import kernel_inputs, reference_spec, trace
 from .reduce_common import (FLAGS, LOCALS, TILE_DIM_CAP, Walk, doc_of, draw_post, finish, fits_branch, fits_launch,
                             grid_line, jit, load_params, loop_form, mark, over_tiles, pre_loads, published_sizes,
                             start, stat_lines, store_cast)
@@ -95,7 +95,7 @@ def render_conv_group_norm(rng: random.Random, dtype: str, style: Style) -> Exam
         tile = [f"{o} = {'' if single else 'start + '}tl.arange(0, {blk})", f"{m} = {o} < group_len",
                 f"ch = g * per_group + {o} // spatial",
                 f"y = tl.load({y_p} + base + {o}, mask={m}, other=0.0).to(tl.float32)"]
-        tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "ch", m) + b.body[:pre.body]
+        tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "ch", m) + b.body[:pre.body] + trace(ref_lines)
         return Walk(None if single else f"for start in range(0, group_len, {blk}):", tile, m, f"({blk},)", 0, "",
                     "group_len")
 
@@ -106,7 +106,7 @@ def render_conv_group_norm(rng: random.Random, dtype: str, style: Style) -> Exam
     body.append(f"tl.store({out_p} + base + {o}, {store_cast(style, 'y', out_p)}, mask={m})")
 
     def norm(w: Walk, online: bool) -> list[str]:
-        return ((w.tile if w.single else []) + stat_lines(w, ("mean", "var"), online)
+        return ((w.pass_tile() if w.single else []) + stat_lines(w, ("mean", "var"), online)
                 + ["rstd = 1.0 / tl.sqrt(var + eps)"] + over_tiles(w, body))
 
     lines = [f"{pid} = tl.program_id(axis=0)", f"g = {pid} % num_groups", "per_group = channels // num_groups",

@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 
 from .base import Example, Style, TemplateInfo, avoid_clashes
-from .epilogue import Build, Heavy, kernel_inputs, reference_spec
+from .epilogue import Build, Heavy, kernel_inputs, reference_spec, trace
 from .reduce_common import (FLAGS, NORMALIZE, REDUCE, REDUCE_WORDS, TILE_DIM_CAP, Mark, Walk, doc_of,
                             draw_post, finish, fits_branch, fits_launch, grid_line, jit, load_params, loop_form, mark,
                             normalize_forms, over_tiles, pre_loads, published_sizes, reduce_forms, start,
@@ -46,11 +46,11 @@ def _where(d: str) -> str:
     return "the last dim" if d == "-1" else f"dim {d}"
 
 
-def _row_walk(heavy: Heavy, b: Build, style: Style, pre: Mark, single: bool) -> Walk:
+def _row_walk(heavy: Heavy, b: Build, style: Style, pre: Mark, single: bool, traced: list[str]) -> Walk:
     blk = style.block
     tile = [f"feat = {'' if single else 'start + '}tl.arange(0, {blk})", "mask = feat < n_cols",
             f"y = tl.load({style.ptr('y')} + base + feat, mask=mask, other=0.0).to(tl.float32)"]
-    tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "feat", "mask") + b.body[:pre.body]
+    tile += pre_loads(heavy, b, style, b.loads[:pre.loads], "feat", "mask") + b.body[:pre.body] + trace(traced)
     loop = None if single else f"for start in range(0, n_cols, {blk}):"
     return Walk(loop, tile, "mask", f"({blk},)", 0, "", "n_cols")
 
@@ -70,15 +70,16 @@ def _launch(rng: random.Random, style: Style, kname: str, form: str, flag: str, 
 
 
 def _row_kernel(heavy: Heavy, b: Build, style: Style, pre: Mark, form: str, flag: str, stats: tuple[str, ...],
-                then: Callable[[Walk], list[str]]) -> list[str]:
+                then: Callable[[Walk], list[str]], traced: list[str]) -> list[str]:
     """The kernel's lines after the row's base: the statistics and `then(walk)` (the lines using them), in
-    the example's form (a constexpr branch between one tile and the passes for "fits")."""
-    loop = _row_walk(heavy, b, style, pre, single=False)
+    the example's form (a constexpr branch between one tile and the passes for "fits"); `traced`, the
+    reference's reduction line(s), commented above the first statistic."""
+    loop = _row_walk(heavy, b, style, pre, False, traced)
     tiles = stat_lines(loop, stats, online=form == "online") + then(loop)
     if form != "fits":
         return tiles
-    one = _row_walk(heavy, b, style, pre, single=True)
-    return fits_branch(flag, one.tile + stat_lines(one, stats) + then(one), tiles)
+    one = _row_walk(heavy, b, style, pre, True, traced)
+    return fits_branch(flag, one.pass_tile() + stat_lines(one, stats) + then(one), tiles)
 
 
 def _what(form: str, flag: str, stats: tuple[str, ...]) -> str:
@@ -114,7 +115,8 @@ def render_gemm_reduce(rng: random.Random, dtype: str, style: Style) -> Example:
     form, flag = loop_form(style), style.pick_name(FLAGS, salt=5)
     stats, value = REDUCE[what]
     lines = ["row = tl.program_id(axis=0)", "base = row.to(tl.int64) * n_cols"]
-    lines += _row_kernel(heavy, b, style, pre, form, flag, stats, lambda w: [])
+    reduce_line = f"{x} = {expr}" if n_post else tail[0]
+    lines += _row_kernel(heavy, b, style, pre, form, flag, stats, lambda w: [], [reduce_line])
     lines += [f"y = {value}"] + b.body[post.body:]
     lines.append(f"tl.store({out_p} + row, {store_cast(style, 'y', out_p)})")
     what_c = f"one program per row; {_what(form, flag, stats)}; then the {what}"
@@ -184,7 +186,7 @@ def render_gemm_softmax(rng: random.Random, dtype: str, style: Style) -> Example
     body += load_params(style, b.loads[post.loads:], "feat", "mask") + b.body[post.body:]
     body.append(f"tl.store({out_p} + base + feat, {store_cast(style, 'y', out_p)}, mask=mask)")
     lines = ["row = tl.program_id(axis=0)", "base = row.to(tl.int64) * n_cols"]
-    lines += _row_kernel(heavy, b, style, pre, form, flag, stats, lambda w: over_tiles(w, body))
+    lines += _row_kernel(heavy, b, style, pre, form, flag, stats, lambda w: over_tiles(w, body), ref_lines)
     scal = ["eps"] if extra else []
     what_c = (f"one program per row; {_what(form, flag, stats)}, then one writing it, the chain recomputed each "
               f"time; {what} in float32")

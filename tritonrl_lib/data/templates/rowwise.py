@@ -451,7 +451,7 @@ def render_row(fam: RowFamily, rng: random.Random, dtype: str, style: Style) -> 
         bind = [f"{k} = {e}" for (k, e) in [*weights, *kscal]]
         forward = bind + launch
     jit_helpers = [MUL_COMBINE] if looping and fam.family == "cumprod" else fam.helpers
-    sol = SolSpec(kernels=[*jit_helpers, kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    sol = SolSpec(kernels=[*jit_helpers, kernel], helpers=helpers, forward_lines=forward, init_lines=None)
     shape_desc = dict(zip(sizes, dims))
     if fam.dim_param:
         shape_desc[dim_name] = dim_value
