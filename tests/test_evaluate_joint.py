@@ -77,6 +77,28 @@ def test_models_are_verified_in_one_pass_task_by_task(two_models, monkeypatch):
     assert [e.status for e in again] == ["reused", "reused"] and generated == ["A", "B"]
 
 
+def test_verify_first_queues_the_named_tasks_first_and_each_verdict_lands_on_its_own_sample(two_models, monkeypatch):
+    """eval.verify_first: the tasks whose id holds it are verified first (a cut evaluation has judged them
+    whole); every record is the same as in the evaluation's own order."""
+    cfg, tasks, models, texts, generated = two_models
+    cfg.eval.verify_first = tasks[1].id
+    passes = []
+    real = E.verify_unique
+
+    def spy(pool, flat_tasks, flat_text, **kw):
+        passes.append(([t.id for t in flat_tasks], list(flat_text)))
+        return real(pool, flat_tasks, flat_text, **kw)
+
+    monkeypatch.setattr(E, "verify_unique", spy)
+    a, b = E.evaluate_models(cfg, models, tasks, progress=False, log=quiet)
+    ids, order = passes[0]
+    assert ids == [tasks[1].id] * 4 + [tasks[0].id] * 4
+    assert order == texts["A"][1] + texts["B"][1] + texts["A"][0] + texts["B"][0]
+    assert [r["correct"] for r in a.record["detailed_results"]] == [True, False, False, True]
+    assert [r["correct"] for r in b.record["detailed_results"]] == [True, True, False, True]
+    assert [r["completion"] for r in a.record["detailed_results"]] == [t for ts in texts["A"] for t in ts]
+
+
 def test_a_joint_verification_cut_off_resumes_for_every_model(two_models, monkeypatch):
     cfg, tasks, models, texts, generated = two_models
     real_put = E.VerdictFolders.put

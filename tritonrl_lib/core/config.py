@@ -176,6 +176,8 @@ class EvalConfig:
     # tasks of trained families, (b) unseen families; num_tasks caps each set. With data.kernelbench set, the
     # held-out KernelBench problems join as a third set, `kernelbench`
     kernelbench_num_tasks: int = 0  # held-out KernelBench problems evaluated (0 = all of them, published sizes)
+    verify_first: str = ""  # the tasks whose id holds this verified first (e.g. kernelbench/L2/): an evaluation
+    # cut short then has judged them whole. "" = the evaluation's own order (level by level)
     bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
     baselines: str = "auto"  # this machine's eager / torch.compile reference times (`tritonrl baselines`): auto
     # (<outputs_dir>/baselines/) | off | a folder or a file; correct timed samples get their speedup over both

@@ -124,6 +124,8 @@ DESCRIPTIONS: dict[str, str] = {
     "heldout_sets": "eval_tasks=heldout: the sets evaluated: tasks (unseen tasks of trained families), families "
                     "(unseen families); kernelbench (the held-out KernelBench problems) joins when data.kernelbench is set",
     "kernelbench_num_tasks": "held-out KernelBench problems evaluated (0: all of them, at published sizes)",
+    "verify_first": "the tasks whose id holds this text verified first (e.g. kernelbench/L2/), so an evaluation cut "
+                    "short has judged them whole (empty: level by level)",
     "bootstrap_resamples": "95% intervals of the rates: task resamples (0: no intervals)",
     "baselines": "this machine's eager and torch.compile reference times (`tritonrl baselines`) that speedups are "
                  "also measured against: auto (<outputs_dir>/baselines) | off | a folder | a file",

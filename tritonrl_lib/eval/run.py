@@ -441,6 +441,10 @@ def _verify_together(cfg: RunConfig, tasks: Sequence[Task], waiting: Sequence[_S
     each model's record and clear its resume folder."""
     names = [w.model.model_stage for w in waiting]
     flat_tasks, flat_text, where, offsets = interleaved(tasks, [w.completions for w in waiting])
+    first = cfg.eval.verify_first
+    if first:  # a stable reorder: those tasks first (a cut-off then leaves the others unverified)
+        order = sorted(range(len(flat_tasks)), key=lambda i: first not in flat_tasks[i].id)
+        flat_tasks, flat_text, where = ([xs[i] for i in order] for xs in (flat_tasks, flat_text, where))
     log(f"{' + '.join(names)}: verifying {len(flat_text)} completions" + (" in one pass" if len(waiting) > 1 else ""))
     lazy = pool if isinstance(pool, LazyPool) else LazyPool(cfg) if pool is None else None
     folders = [verdicts_dir(w.resume) for w in waiting if w.resume is not None]
