@@ -49,6 +49,26 @@ def test_model_new_repeats_the_references_signatures_exactly(family):
                 assert len(ref) == 1 and sol == ref, (family, index, ref, sol)
 
 
+def _init_statements(module: str, cls: str) -> list[str]:
+    node = next(n for n in ast.parse(module).body if isinstance(n, ast.ClassDef) and n.name == cls)
+    init = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+    return [ast.unparse(s) for s in init.body if "__init__()" not in ast.unparse(s)
+            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+
+
+# pooling's reference may hold an nn.MaxPool2d module; its solution keeps kernel_size and stride itself
+OWN_INIT = {"max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d"}
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f not in OWN_INIT])
+def test_model_new_copies_the_references_whole_init(family):
+    """ModelNew keeps every line of the reference's __init__, the activation and loss modules it does not
+    call too: a model taught to drop some drops the wrong ones (a module still passed to the launcher)."""
+    for index in range(12):
+        ex = render_example(family, seed=0, index=index)
+        assert _init_statements(ex.solution, "ModelNew") == _init_statements(ex.reference, "Model"), (family, index)
+
+
 def test_same_seed_same_example_other_index_other_example():
     a = render_example("softmax", 0, 5)
     assert render_example("softmax", 0, 5) == a

@@ -357,7 +357,7 @@ def render_family(fam: EwFamily, rng: random.Random, dtype: str, style: Style) -
         helpers = []
         forward = launch + [f"{kernel_name}[grid]({', '.join(kargs + call_scalars)}, {b}={style.block_size})",
                             f"return {n.out}"]
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=init_lines)
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None)
     shape_desc = {k: v for k, v in zip(sizes, dims)}
     if broadcast:
         shape_desc["broadcast"] = 1

@@ -130,7 +130,7 @@ def {kname}({pp}, {tp}, {op}, {n}, {b}: tl.constexpr):
                   f"out = torch.empty((), device={p}.device, dtype={p}.dtype)",
                   f"{kname}[(1,)]({p}, {t}, out, {n}, {b}={style.block_size})", "return out"]
     helpers, forward = _wrap(loss.family, kname, style, [p, t], launch, [p, t])
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=[])
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None)
     return make_example(loss.family, ref, sol, style, loss.doc, dtype, dict(zip(sizes, dims)))
 
 
@@ -241,7 +241,7 @@ def {kname}({pp}, t_ptr, {op}, n_rows, n_cols, {b}: tl.constexpr):
                   f"out = torch.empty((), device={p}.device, dtype={p}.dtype)",
                   f"{kname}[(1,)]({p}, {t}, out, n_rows, n_cols, {b}=triton.next_power_of_2(n_cols))", "return out"]
     helpers, forward = _wrap(loss.family, kname, style, [p, t], launch, [p, t])
-    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=[])
+    sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None)
     return make_example(loss.family, ref, sol, style, loss.doc, dtype, dict(zip(sizes, dims)))
 
 
