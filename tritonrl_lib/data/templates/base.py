@@ -314,8 +314,10 @@ def render_solution(ref: RefSpec, sol: SolSpec, style: Style) -> str:
     imports = ["import torch", "import torch.nn as nn"] + [i for i in sol.imports if "triton" not in i]
     imports += ["import triton", "import triton.language as tl"]
     parts = ["\n".join(dict.fromkeys(imports))]
-    parts += [textwrap.dedent(k).strip("\n") for k in sol.kernels]
+    # the launch helpers before the kernels: with ModelNew moved first (model/answer_layout.py) each function
+    # then follows the line that calls it (forward -> helper -> kernel), its parameters copied from that call
     parts += [textwrap.dedent(h).strip("\n") for h in sol.helpers]
+    parts += [textwrap.dedent(k).strip("\n") for k in sol.kernels]
     cls = ["class ModelNew(nn.Module):"]
     if style.sol_docstrings:
         cls += ['    """', f"    {sol.doc or 'Triton version of Model: ' + ref.doc[0].lower() + ref.doc[1:]}", '    """', ""]
