@@ -1,4 +1,5 @@
-"""The order of an SFT answer's parts: `ModelNew` first (right after the imports), then its kernels.
+"""The order of an SFT answer's parts: `ModelNew` first (right after the imports), then what it calls (the
+data stage writes launch helpers before kernels, so each function follows the line that calls it).
 
 A solution module as people write it defines its kernels and launch helpers first and `ModelNew`
 last, so the constructor, which must take `Model`'s parameters in `Model`'s order, is written a

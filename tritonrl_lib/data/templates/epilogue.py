@@ -256,7 +256,6 @@ def trace(ref_lines: list[str]) -> list[str]:
     return [f"# {ln}" for ln in ref_lines]
 
 
-
 def _arith(kind: str):
     names, values, sym, fn = {
         "scale": (("scaling_factor", "scale_factor", "multiplier"), (0.5, 2.0, 1.5, 0.1, 3.0), "*", "mul"),
