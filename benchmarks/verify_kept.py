@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from eval_from_verdicts import find_kept, session_tasks  # noqa: E402
 from gpu_rl_session import EVAL_STAGES, interrupt_on_sigterm  # noqa: E402
 from tritonrl_lib.eval.resume import kept_stages, verdicts_dir  # noqa: E402
-from tritonrl_lib.eval.run import LazyPool, interleaved  # noqa: E402
+from tritonrl_lib.eval.run import LazyPool, first_order, interleaved  # noqa: E402
 from tritonrl_lib.model.load import resolve_device  # noqa: E402
 from tritonrl_lib.verify.batch import verify_unique  # noqa: E402
 
@@ -44,10 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("root", type=Path, help="a gpu_rl_session.py results folder with its kept evaluation")
     ap.add_argument("--stages", default="", help="comma-separated model stages (default: every stage it kept)")
-    ap.add_argument("--first", default="",
+    ap.add_argument("--first", default=None,
                     help="queue the tasks whose id contains this first (e.g. kernelbench/L2/: a short machine spent "
                          "where the answer is missing), then the rest; a task too large to share the GPU "
-                         "still waits for the shared jobs")
+                         "still waits for the shared jobs (default: the setting eval.verify_first)")
     ap.add_argument("--profile", default="gpu")
     ap.add_argument("-p", "--param", action="append", default=[], help="setting overrides, as the session had them")
     args = ap.parse_args(argv)
@@ -73,9 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("no stage has a kept evaluation made with these settings: nothing to verify")
     texts = [[[c["text"] for c in cs] for cs in data["completions"]] for data in kept.values()]
     flat_tasks, flat_text, _, _ = interleaved(tasks, texts)
-    if args.first:  # a stable reorder: the chosen tasks first, each part in the session's order
-        order = sorted(range(len(flat_tasks)), key=lambda i: args.first not in flat_tasks[i].id)
-        flat_tasks, flat_text = [flat_tasks[i] for i in order], [flat_text[i] for i in order]
+    order = first_order(flat_tasks, args.first if args.first is not None else cfg.eval.verify_first)
+    flat_tasks, flat_text = [flat_tasks[i] for i in order], [flat_text[i] for i in order]
     pool = LazyPool(cfg)
     pool.keep_verdicts_in([verdicts_dir(f) for f in folders.values()])
     interrupt_on_sigterm()  # `timeout` stops it as Ctrl-C does: the pool closes its workers

@@ -69,6 +69,16 @@ def test_model_new_copies_the_references_whole_init(family):
         assert _init_statements(ex.solution, "ModelNew") == _init_statements(ex.reference, "Model"), (family, index)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_launch_helpers_come_before_the_kernels(family):
+    """Call order once ModelNew is moved first: forward's call, then the helper it calls, then the kernels."""
+    for index in range(8):
+        tree = ast.parse(render_example(family, seed=0, index=index).solution)
+        fns = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+        jit = [any("jit" in ast.unparse(d) for d in n.decorator_list) for n in fns]
+        assert jit == sorted(jit), (family, index, [n.name for n in fns])  # plain defs, then @triton.jit ones
+
+
 def test_same_seed_same_example_other_index_other_example():
     a = render_example("softmax", 0, 5)
     assert render_example("softmax", 0, 5) == a

@@ -177,7 +177,8 @@ class EvalConfig:
     # held-out KernelBench problems join as a third set, `kernelbench`
     kernelbench_num_tasks: int = 0  # held-out KernelBench problems evaluated (0 = all of them, published sizes)
     verify_first: str = ""  # the tasks whose id holds this verified first (e.g. kernelbench/L2/): an evaluation
-    # cut short then has judged them whole. "" = the evaluation's own order (level by level)
+    # cut short then has judged them whole. "" = the evaluation's own order (set by set, each level by level);
+    # a task too large to share the GPU may still wait for the shared ones
     bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
     baselines: str = "auto"  # this machine's eager / torch.compile reference times (`tritonrl baselines`): auto
     # (<outputs_dir>/baselines/) | off | a folder or a file; correct timed samples get their speedup over both

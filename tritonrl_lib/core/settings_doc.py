@@ -125,7 +125,8 @@ DESCRIPTIONS: dict[str, str] = {
                     "(unseen families); kernelbench (the held-out KernelBench problems) joins when data.kernelbench is set",
     "kernelbench_num_tasks": "held-out KernelBench problems evaluated (0: all of them, at published sizes)",
     "verify_first": "the tasks whose id holds this text verified first (e.g. kernelbench/L2/), so an evaluation cut "
-                    "short has judged them whole (empty: level by level)",
+                    "short has judged them whole (empty: set by set, each level by level); a task too large to "
+                    "share the GPU may still wait",
     "bootstrap_resamples": "95% intervals of the rates: task resamples (0: no intervals)",
     "baselines": "this machine's eager and torch.compile reference times (`tritonrl baselines`) that speedups are "
                  "also measured against: auto (<outputs_dir>/baselines) | off | a folder | a file",

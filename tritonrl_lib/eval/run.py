@@ -418,7 +418,7 @@ def interleaved(tasks: Sequence[Task], per_model: Sequence[Sequence[Sequence[Any
     """Several models' completions ([model][task][sample]: Completions or texts) as one list, task by task:
     (tasks, texts, (model, index within that model's completions) of each, each model's count). A task's
     samples of every model come together, so its cached reference serves them all and a cut-off leaves the
-    same tasks unverified in each (also benchmarks/verify_kept.py, which must verify in this order)."""
+    same tasks unverified in each (benchmarks/verify_kept.py verifies kept completions in this order too)."""
     where: list[tuple[int, int]] = []
     flat_tasks: list[Task] = []
     flat_text: list[str] = []
@@ -433,6 +433,12 @@ def interleaved(tasks: Sequence[Task], per_model: Sequence[Sequence[Sequence[Any
     return flat_tasks, flat_text, where, offsets
 
 
+def first_order(flat_tasks: Sequence[Task], first: str) -> list[int]:
+    """The verification order with the tasks whose id holds `first` ahead (eval.verify_first), each part in
+    its own order (a task's samples stay together); every index once ("" = as they are)."""
+    return sorted(range(len(flat_tasks)), key=lambda i: bool(first) and first not in flat_tasks[i].id)
+
+
 def _verify_together(cfg: RunConfig, tasks: Sequence[Task], waiting: Sequence[_Sampled], sampling: EvalSampling,
                      pool, task_source: str, device: str, baselines: tuple[Any, str | None], force: bool,
                      progress: bool, log: Callable[[str], None]) -> list[ModelEval]:
@@ -441,10 +447,8 @@ def _verify_together(cfg: RunConfig, tasks: Sequence[Task], waiting: Sequence[_S
     each model's record and clear its resume folder."""
     names = [w.model.model_stage for w in waiting]
     flat_tasks, flat_text, where, offsets = interleaved(tasks, [w.completions for w in waiting])
-    first = cfg.eval.verify_first
-    if first:  # a stable reorder: those tasks first (a cut-off then leaves the others unverified)
-        order = sorted(range(len(flat_tasks)), key=lambda i: first not in flat_tasks[i].id)
-        flat_tasks, flat_text, where = ([xs[i] for i in order] for xs in (flat_tasks, flat_text, where))
+    order = first_order(flat_tasks, cfg.eval.verify_first)  # a cut-off then leaves the others unverified
+    flat_tasks, flat_text, where = ([xs[i] for i in order] for xs in (flat_tasks, flat_text, where))
     log(f"{' + '.join(names)}: verifying {len(flat_text)} completions" + (" in one pass" if len(waiting) > 1 else ""))
     lazy = pool if isinstance(pool, LazyPool) else LazyPool(cfg) if pool is None else None
     folders = [verdicts_dir(w.resume) for w in waiting if w.resume is not None]

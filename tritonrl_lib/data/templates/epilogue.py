@@ -250,10 +250,16 @@ class Build:
 
 
 def trace(ref_lines: list[str]) -> list[str]:
-    """A reduction's or a norm's reference line(s) as comments, for the end of a kernel's tile: the first
-    pass over the tiles then carries them above its first statistic, so `# x = self.group_norm(x)` is
-    followed by what computes a group norm, never by an elementwise line."""
+    """A reduction's or a norm's reference line(s) as comments, placed just above the lines that start
+    computing it (the end of a kernel's tile: the first pass then carries them above its first statistic),
+    so `# x = self.group_norm(x)` is followed by what computes a group norm, never by an elementwise line."""
     return [f"# {ln}" for ln in ref_lines]
+
+
+def untraced(lines: list[str]) -> list[str]:
+    """`lines` without their trace comments: a later pass over the tiles recomputes the chain, and its
+    trace is read once, in the first."""
+    return [ln for ln in lines if not ln.lstrip().startswith("#")]
 
 
 def _arith(kind: str):

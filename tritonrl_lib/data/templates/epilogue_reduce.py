@@ -17,7 +17,7 @@ import random
 
 from .base import Example, Style, TemplateInfo, avoid_clashes, comment
 from .epilogue import (X_NAMES, Build, Heavy, chain_words, draw_chain, draw_heavy, finish_epilogue, kernel_inputs, load_lines,
-                       reference_spec, start_build, store_value, trace)
+                       reference_spec, start_build, store_value, trace, untraced)
 
 HEAVY_KINDS = ("linear", "matmul", "conv1d", "conv2d", "conv2d", "conv3d", "convt2d")
 REDUCE_LABELS = {"sum": "sum_dim1", "mean": "mean_dim1", "max": "max_dim1", "logsumexp": "logsumexp_dim1",
@@ -57,8 +57,7 @@ def _dim1_kernel(name: str, heavy: Heavy, b: Build, style: Style, what: str, arg
             f"y = tl.load({y_p} + base + {idx}.to(tl.int64) * inner + cols[None, :], mask=mask, other=0.0).to(tl.float32)"]
     tile += load_lines(heavy, b, style, idx, "ch_mask") + b.body + trace(traced)
     loop = ["for start in range(0, reduce_len, BLOCK_R):"] + [f"    {ln}" for ln in tile]
-    # logsumexp's second pass recomputes the chain; its trace is read once, in the first
-    again = [ln for ln in loop if not ln.lstrip().startswith("#")]
+    again = untraced(loop)  # logsumexp's second pass recomputes the chain: its trace stands in the first
     lines = ["row = tl.program_id(axis=0)", "cols = tl.program_id(axis=1) * BLOCK_I + tl.arange(0, BLOCK_I)",
              "col_mask = cols < inner", "base = row.to(tl.int64) * reduce_len * inner"]
     if what in ("sum", "mean"):

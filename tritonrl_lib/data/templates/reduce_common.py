@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .base import Example, RefSpec, SolSpec, Style, comment, make_example
 from .epilogue import (CONV_KINDS, OP_WORDS, OPS, WEIGHTS, X_NAMES, Build, Heavy, draw_chain, draw_heavy,
-                       start_build)
+                       start_build, untraced)
 
 PARAM_OPS = ("bias", "mul_param", "sub_param")
 # kernel and launcher locals: no chain constant or parameter may take these names
@@ -186,7 +186,7 @@ class Walk:
     bc: str  # a statistic broadcast back over the tile: "", "[None, :]", "[:, None]"
     n: str  # the reduced count
     rshape: str = ""  # a 2-D tile's reduced shape: the "online" form adds each tile's reduction into it
-    traced: bool = False  # a pass has taken the tile with its comments
+    traced: bool = field(default=False, init=False, repr=False, compare=False)  # a pass took the tile's comments
 
     @property
     def single(self) -> bool:
@@ -196,7 +196,7 @@ class Walk:
         """The tile's lines for one pass over it: the chain's trace comments (epilogue.Build.emit, trace) in
         the first pass only. Every pass recomputes the chain; its trace is read once, in order."""
         if self.traced:
-            return [ln for ln in self.tile if not ln.lstrip().startswith("#")]
+            return untraced(self.tile)
         self.traced = True
         return list(self.tile)
 
