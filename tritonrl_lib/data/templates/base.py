@@ -315,7 +315,8 @@ def render_solution(ref: RefSpec, sol: SolSpec, style: Style) -> str:
     imports += ["import triton", "import triton.language as tl"]
     parts = ["\n".join(dict.fromkeys(imports))]
     # the launch helpers before the kernels: with ModelNew moved first (model/answer_layout.py) each function
-    # then follows the line that calls it (forward -> helper -> kernel), its parameters copied from that call
+    # then follows the line that calls it (forward -> helper -> kernel): its signature comes just after a call
+    # that shows its arguments
     parts += [textwrap.dedent(h).strip("\n") for h in sol.helpers]
     parts += [textwrap.dedent(k).strip("\n") for k in sol.kernels]
     cls = ["class ModelNew(nn.Module):"]
