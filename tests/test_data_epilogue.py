@@ -24,6 +24,7 @@ from tritonrl_lib.data.templates.reduce_common import FLAGS
 from tritonrl_lib.tasks import load_tasks
 from tritonrl_lib.tasks.families import FAMILIES, all_families, category_of
 from tritonrl_lib.tasks.kb_format import check_kb_source
+from source_modules import method_statements
 
 NEW = ["gemm_chain", "matmul_chain", "conv_chain", "convtranspose_chain", "chain_reduce"]
 HEAVY = re.compile(r"nn\.(Linear|Conv\dd|ConvTranspose\dd)\(|torch\.(matmul|mm)\(| @ ")
@@ -36,15 +37,8 @@ CHAIN_CALLS = re.compile(r"torch\.(relu|sigmoid|tanh|clamp|sum|mean|max|amax|log
 REDUCTION = re.compile(r"sum|mean|max|min|logsumexp|softmax|norm|pool|amax|amin|flatten")
 
 
-def _method_body(module: str, cls: str, method: str) -> list[str]:
-    """The statements of `cls.method` (its docstring left out), one unparsed string each."""
-    node = next(n for n in ast.parse(module).body if isinstance(n, ast.ClassDef) and n.name == cls)
-    fn = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == method)
-    return [ast.unparse(s) for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-
-
 def _forward(module: str, cls: str) -> list[str]:
-    return _method_body(module, cls, "forward")
+    return method_statements(module, cls, "forward")
 
 
 def test_the_families_are_level_2_in_their_own_category_with_templates():

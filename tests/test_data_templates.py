@@ -9,6 +9,7 @@ import pytest
 from tritonrl_lib.data.templates import TEMPLATES, covered_families, missing_families, render_example
 from tritonrl_lib.tasks.families import all_families
 from tritonrl_lib.tasks.kb_format import check_kb_source
+from source_modules import method_statements
 
 FAMILIES = all_families()
 
@@ -50,10 +51,8 @@ def test_model_new_repeats_the_references_signatures_exactly(family):
 
 
 def _init_statements(module: str, cls: str) -> list[str]:
-    node = next(n for n in ast.parse(module).body if isinstance(n, ast.ClassDef) and n.name == cls)
-    init = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
-    return [ast.unparse(s) for s in init.body if "__init__()" not in ast.unparse(s)
-            and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    """`cls.__init__`'s statements after `super().__init__()`."""
+    return [s for s in method_statements(module, cls, "__init__") if "__init__()" not in s]
 
 
 # pooling's reference may hold an nn.MaxPool2d module; its solution keeps kernel_size and stride itself

@@ -48,9 +48,9 @@ def two_models(run_dir, monkeypatch):
     return cfg, tasks, models, texts, generated
 
 
-def test_models_are_verified_in_one_pass_task_by_task(two_models, monkeypatch):
-    cfg, tasks, models, texts, generated = two_models
-    passes = []
+def _spy_on_passes(monkeypatch) -> list[tuple[list[str], list[str]]]:
+    """Each verification pass's (task ids, texts) in the order verified, appended as the pool is called."""
+    passes: list[tuple[list[str], list[str]]] = []
     real = E.verify_unique
 
     def spy(pool, flat_tasks, flat_text, **kw):
@@ -58,6 +58,12 @@ def test_models_are_verified_in_one_pass_task_by_task(two_models, monkeypatch):
         return real(pool, flat_tasks, flat_text, **kw)
 
     monkeypatch.setattr(E, "verify_unique", spy)
+    return passes
+
+
+def test_models_are_verified_in_one_pass_task_by_task(two_models, monkeypatch):
+    cfg, tasks, models, texts, generated = two_models
+    passes = _spy_on_passes(monkeypatch)
     said: list[str] = []
     a, b = E.evaluate_models(cfg, models, tasks, progress=False, log=said.append)
     assert generated == ["A", "B"] and len(passes) == 1  # both generated first, then one verification
@@ -82,14 +88,7 @@ def test_verify_first_queues_the_named_tasks_first_and_each_verdict_lands_on_its
     whole); every record is the same as in the evaluation's own order."""
     cfg, tasks, models, texts, generated = two_models
     cfg.eval.verify_first = tasks[1].id
-    passes = []
-    real = E.verify_unique
-
-    def spy(pool, flat_tasks, flat_text, **kw):
-        passes.append(([t.id for t in flat_tasks], list(flat_text)))
-        return real(pool, flat_tasks, flat_text, **kw)
-
-    monkeypatch.setattr(E, "verify_unique", spy)
+    passes = _spy_on_passes(monkeypatch)
     a, b = E.evaluate_models(cfg, models, tasks, progress=False, log=quiet)
     ids, order = passes[0]
     assert ids == [tasks[1].id] * 4 + [tasks[0].id] * 4
