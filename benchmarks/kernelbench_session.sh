@@ -5,7 +5,9 @@
 # the background (setsid), so a device call that ends, or a lost connection, does not stop them; each
 # later call watches and packs what is small.
 #
-#   bash benchmarks/kernelbench_session.sh start  R KB   # starts the plan in the background (data folder of R ready)
+#   bash benchmarks/kernelbench_session.sh start  R KB   # one GPU: SFT; best-of-N and GRPO side by side (half the host
+#                                                        # each); then the three evaluated. P and RL_S as for start4.
+#                                                        # SFT's adapter comes back once, in bf16 parts (ship_sft)
 #   bash benchmarks/kernelbench_session.sh start2 R KB   # the same on a host of two GPUs: SFT then best-of-N on GPU 0;
 #                                                        # the base model's evaluation (cut at BASE_S seconds, default
 #                                                        # 240) then GRPO on GPU 1; then the evaluation over both GPUs
@@ -39,6 +41,7 @@ set -u
 CALLER=$PWD   # R and KB are read relative to where the command was typed
 cd "$(dirname "$0")/.." || exit 1   # the repository root: the tree the plan runs from
 LOGS=${LOGS:-/tmp/logs}
+SHIP=${SHIP:-/tmp/kbs-ship}   # SFT's adapter in parts (ship_sft), until a call has brought them back
 OUT=${OUT:-$PWD/kernelbench_session_out}
 PY=${PY:-python}
 KB_ONLY="heldout_sets=[kernelbench]"   # the evaluation on the held-out KernelBench problems alone
@@ -56,13 +59,31 @@ step() {  # step NAME command...: run it (OUT unset: gpu_rl_session would export
 }
 
 plan() {  # the stages, one after another (RL's two methods side by side); a failed SFT stops the rest
-  local R=$1 KB=$2
-  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" || return
-  step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" &
+  local R=$1 KB=$2 xp=() p
+  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f   # the session's own settings, every stage the same
+  local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
+  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
+  ship_sft "$R"
+  step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" \
+      "${xp[@]}" "${rl_s[@]}" &
   sleep 20  # the first loads its model and starts its pool before the second asks the host for as much
-  step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB"
+  step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" \
+      "${xp[@]}" "${rl_s[@]}"
   wait
-  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
+  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}"
+}
+
+ship_sft() {  # R: SFT's adapter (its top folder, no Trainer checkpoints) in bf16, tarred in parts of 15 MB under
+  # $SHIP, which `pack` puts beside res.tgz until a call has taken them: a later session unpacks it into
+  # runs/base/checkpoints/sft and starts at RL (cat sft.tar.part-* | tar x; fp32 weights are 78 MB, too many
+  # for the 64 MB a call brings back)
+  local src=$1/runs/base/checkpoints/sft d=$SHIP
+  rm -rf "$d" && mkdir -p "$d/sft"
+  find "$src" -maxdepth 1 -type f -exec cp {} "$d/sft/" \;
+  "$PY" -c "import sys, torch; from safetensors.torch import load_file, save_file; f = sys.argv[1]; \
+t = load_file(f); save_file({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in t.items()}, f)" \
+      "$d/sft/adapter_model.safetensors" || { rm -rf "$d"; return; }
+  tar cf - -C "$d" sft | split -b 15000000 - "$d/sft.tar.part-" && rm -rf "$d/sft"
 }
 
 plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measured before RL is spent on it)
@@ -166,6 +187,9 @@ pack() {  # logs always; the session folder's small files where it is
     # best-of-N's rounds: each candidate's verdict and its phases (where a round's time went), no weights
     small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs \
         runs/*/checkpoints/rl/rounds/*/samples.jsonl runs/*/checkpoints/rl/rounds/*/round.json 2>/dev/null))
+  fi
+  if [ -d "$SHIP" ] && [ ! -f "$SHIP/.taken" ]; then  # SFT's adapter, once (ship_sft)
+    cp "$SHIP"/sft.tar.part-* "$OUT/" && touch "$SHIP/.taken"
   fi
   tar czf "$OUT/res.tgz" --exclude='*.safetensors' --exclude='*.bin' --exclude='*.pt' "${small[@]}" \
       -C "$(dirname "$LOGS")" "$(basename "$LOGS")"

@@ -105,3 +105,33 @@ def test_killed_grpo_resumes_from_the_trainer_checkpoint(tmp_path, pool):
     assert [r["step"] for r in read_rl_log(paths)] == [0, 1]
     assert [c["step"] for c in read_curriculum_log(paths.curriculum_log)] == [0, 1]
     assert json.loads((paths.rl_checkpoint / models.MARKER).read_text())["final"]
+
+
+@pytest.mark.slow
+def test_grpo_kl_is_measured_against_the_sft_adapter(tmp_path, pool):
+    """grpo_beta > 0: the KL term's reference is the SFT policy RL starts from (TRL keeps a frozen copy of
+    the adapter), not the bare base model. An SFT adapter far from the base shows which one it is: at step 0
+    the policy is the SFT adapter itself, so its KL to the reference is zero only if that is the reference."""
+    cfg = smoke_config(tmp_path, method="grpo", grpo_steps=1, n_samples=2, tasks_per_round=1, grpo_beta=0.1,
+                       lora_dropout=0.0)
+    paths = cfg.paths.ensure()
+    model, tok = models.load_policy(cfg, trainable=True)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0.0, 2.0)
+        ids = tok("def forward(self, x):\n    return x", return_tensors="pt")["input_ids"]
+        tuned = torch.log_softmax(model(input_ids=ids).logits.float(), -1)
+        with model.disable_adapter():
+            bare = torch.log_softmax(model(input_ids=ids).logits.float(), -1)
+    kl_to_base = (tuned.exp() * (tuned - bare)).sum(-1).mean().item()
+    assert kl_to_base > 0.01  # the SFT adapter moves the model: a base reference could not give ~0
+    models.save_checkpoint(model, tok, paths.sft_checkpoint, base_model=cfg.model.model, extra={"stage": "sft"})
+
+    res = train_grpo(cfg, pool=pool, extra_candidates=reference_candidates)
+    assert res.status == "trained"
+    step0 = read_rl_log(paths)[0]["trl"]
+    assert 0.0 <= step0["kl"] < kl_to_base / 100, (step0, kl_to_base)
+    # the reference copy is TRL's, kept out of the adapter eval loads
+    rl = load_file(str(paths.rl_checkpoint / "adapter_model.safetensors"))
+    assert rl and not any(".ref." in k for k in rl)
