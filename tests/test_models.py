@@ -99,6 +99,28 @@ def test_interrupted_save_is_not_complete(smoke, tmp_path):
     assert not models.checkpoint_complete(ckpt)
 
 
+def test_a_second_adapter_is_left_out_and_saving_twice_works(smoke, tmp_path):
+    """GRPO with grpo_beta > 0 holds TRL's frozen copy of the start adapter (`ref`) beside the policy's; the
+    best policy is saved into the same folder again and again (on the GPU the second save failed: PEFT wrote
+    `ref/` and the folder could not be moved onto the first save's)."""
+    model, tok = models.load_policy(smoke)
+    model.add_adapter("ref", model.peft_config["default"])
+    model.eval()  # no dropout: the logits are the weights' alone
+    ids = tok("def forward(self, x):", return_tensors="pt")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name and ".default." in name:
+                p.add_(0.5)
+        before = model(**ids).logits
+    folder = tmp_path / "best"
+    models.save_checkpoint(model, tok, folder, base_model="tiny")
+    models.save_checkpoint(model, tok, folder, base_model="tiny")  # the next best policy, same folder
+    assert models.checkpoint_complete(folder)
+    assert not any(p.is_dir() for p in folder.iterdir() if not p.name.startswith("checkpoint-"))
+    again, _ = models.load_policy(smoke, adapter=folder, trainable=False)
+    torch.testing.assert_close(again(**ids).logits, before)
+
+
 def test_missing_adapter_is_a_clear_error(smoke, tmp_path):
     with pytest.raises(ModelLoadError, match="adapter_config.json missing"):
         models.load_policy(smoke, adapter=tmp_path / "checkpoints" / "sft")

@@ -261,12 +261,14 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
     path.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=path))
     try:
-        model.save_pretrained(tmp)
+        model.save_pretrained(tmp, **_active_adapters_only(model))
         tokenizer.save_pretrained(tmp)
         # PEFT's and TRL's cards name the base by its cache path or as [None]; say what this is
         (tmp / "README.md").write_text(model_card(base_model, extra or {}), encoding="utf-8")
         (path / MARKER).unlink(missing_ok=True)
         for f in tmp.iterdir():
+            if f.is_dir() and (path / f.name).is_dir():  # os.replace moves a folder only onto none or an empty one
+                shutil.rmtree(path / f.name)
             os.replace(f, path / f.name)
         marker = {"base_model": base_model, **(extra or {})}
         write_json(tmp / MARKER, marker)
@@ -274,6 +276,17 @@ def save_checkpoint(model, tokenizer, path: str | Path, base_model: str, extra: 
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def _active_adapters_only(model) -> dict[str, Any]:
+    """save_pretrained's arguments that keep a PeftModel's inactive adapters out of the folder: GRPO with a
+    KL term (grpo_beta > 0) holds TRL's frozen copy of the start adapter beside the policy's, as `ref`,
+    which PEFT would save in a subfolder that loading never reads."""
+    configs = getattr(model, "peft_config", None)
+    active = getattr(model, "active_adapters", None)
+    if not isinstance(configs, dict) or len(configs) < 2 or not active:
+        return {}
+    return {"selected_adapters": list(active)}
 
 
 _BASE_WORDS = {"embedded": "SmolLM2-135M-Instruct (tritonrl's embedded copy)",
