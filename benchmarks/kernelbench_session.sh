@@ -74,16 +74,17 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
 }
 
 ship_sft() {  # R: SFT's adapter (its top folder, no Trainer checkpoints) in bf16, tarred in parts of 15 MB under
-  # $SHIP, which `pack` puts beside res.tgz until a call has taken them: a later session unpacks it into
-  # runs/base/checkpoints/sft and starts at RL (cat sft.tar.part-* | tar x; fp32 weights are 78 MB, too many
-  # for the 64 MB a call brings back)
-  local src=$1/runs/base/checkpoints/sft d=$SHIP
-  rm -rf "$d" && mkdir -p "$d/sft"
-  find "$src" -maxdepth 1 -type f -exec cp {} "$d/sft/" \;
+  # $SHIP, which `pack` puts beside res.tgz once (rm $SHIP/.taken to send them again): a later session unpacks
+  # it into runs/base/checkpoints/sft and starts at RL (cat sft.tar.part-* | tar x; fp32 weights are 78 MB, too
+  # many for the 64 MB a call brings back). Built aside and moved in whole, so `pack` never sees half of it
+  local src=$1/runs/base/checkpoints/sft d=$SHIP t=$SHIP.tmp
+  rm -rf "$d" "$t" && mkdir -p "$t/sft"
+  find "$src" -maxdepth 1 -type f -exec cp {} "$t/sft/" \;
   "$PY" -c "import sys, torch; from safetensors.torch import load_file, save_file; f = sys.argv[1]; \
-t = load_file(f); save_file({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in t.items()}, f)" \
-      "$d/sft/adapter_model.safetensors" || { rm -rf "$d"; return; }
-  tar cf - -C "$d" sft | split -b 15000000 - "$d/sft.tar.part-" && rm -rf "$d/sft"
+t = load_file(f); save_file({k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in t.items()}, f, \
+metadata={'format': 'pt'})" "$t/sft/adapter_model.safetensors" || { rm -rf "$t"; return; }
+  tar cf - -C "$t" sft | split -b 15000000 - "$t/sft.tar.part-"
+  if [ "${PIPESTATUS[0]}${PIPESTATUS[1]}" = 00 ]; then rm -rf "$t/sft" && mv "$t" "$d"; else rm -rf "$t"; fi
 }
 
 plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measured before RL is spent on it)
