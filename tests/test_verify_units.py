@@ -443,6 +443,22 @@ def test_judge_timing_reward_and_review():
     assert v.phases["tiny_atol_growth"] >= 1.0
 
 
+def test_judge_says_the_wait_for_the_gpu_apart_from_the_reference():
+    import time
+
+    j = _judge()
+    time.sleep(0.3)  # a large task's job waits for its GPU alone (worker/job.py asks the pool)
+    j.gpu_granted()
+    _through_full(j, torch.randn(4), torch.randn(64))
+    assert _send(j, {"type": "timing", "ref_ms": [2.0] * 50, "cand_ms": [1.0] * 50, "device_name": "H100"}) is None
+    assert _send(j, {"type": "done"}) == "final"
+    v = Verdict.from_dict(j.finalize(_outcome()))
+    times = {k: t for k, t in v.phases.items() if k != "tiny_atol_growth"}
+    assert list(times) == ["gpu_alone_wait", "reference", "compile", "tiny", "full", "timing", "worker_s"]
+    assert v.phases["gpu_alone_wait"] >= 0.3 > v.phases["reference"]  # the wait is not the reference's
+    assert sum(times.values()) <= v.duration_s + 1.0
+
+
 def test_judge_timing_failure_keeps_correctness():
     j = _judge()
     _through_full(j, torch.randn(4), torch.randn(64))

@@ -162,9 +162,11 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         judge.phases["prescreen_passed"] = float(screened.get("reason") == R.OK)
     limits = Limits.for_job(s, job["device"], budget)
     _send_limits(conn, limits)
-    if budget.exclusive and conn is not None and not ask_exclusive(conn, budget.shares):
-        return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
-                       error="the pool did not give this task the shares of its GPU it needs").to_dict()
+    if budget.exclusive and conn is not None:
+        if not ask_exclusive(conn, budget.shares):
+            return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
+                           error="the pool did not give this task the shares of its GPU it needs").to_dict()
+        judge.gpu_granted()
     # the child times the reference with TF32 allowed by the judge's precision (never reading the code itself)
     job = {**job, "budget": budget.to_json(), "precision": judge.dot_precision}
     verdict = _run_once(job, base_dir, conn, queued, judge, limits, budget)

@@ -427,6 +427,12 @@ class Judge:
         finally:
             self.worker_s += time.monotonic() - t0
 
+    def gpu_granted(self) -> None:
+        """The pool gave this job the GPU shares it asked for (a task too large for a worker's share, job.py):
+        the wait is a phase of its own (`gpu_alone_wait`), so `reference` is the reference's own work, not the
+        queue of a large problem's candidates before it."""
+        self._phase("gpu_alone_wait")
+
     def _phase(self, name: str) -> None:
         now = time.monotonic()
         self.phases[name] = round(now - self._phase_from, 3)
