@@ -448,7 +448,7 @@ def test_judge_says_the_wait_for_the_gpu_apart_from_the_reference():
 
     j = _judge()
     time.sleep(0.3)  # a large task's job waits for its GPU alone (worker/job.py asks the pool)
-    j.gpu_granted()
+    j.phase("gpu_alone_wait")  # as worker/job.py marks it once the pool says go
     _through_full(j, torch.randn(4), torch.randn(64))
     assert _send(j, {"type": "timing", "ref_ms": [2.0] * 50, "cand_ms": [1.0] * 50, "device_name": "H100"}) is None
     assert _send(j, {"type": "done"}) == "final"

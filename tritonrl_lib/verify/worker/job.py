@@ -166,7 +166,9 @@ def run_job(job: M.Job, base_dir: str, conn: Any = None, queued: int | None = No
         if not ask_exclusive(conn, budget.shares):
             return Verdict(task_id=job.get("task_id", ""), stage="static", reason=R.INTERNAL_ERROR,
                            error="the pool did not give this task the shares of its GPU it needs").to_dict()
-        judge.gpu_granted()
+        # the wait for the GPU alone is a phase of its own: `reference` is then the reference's own work, not
+        # the queue of a large problem's candidates before it
+        judge.phase("gpu_alone_wait")
     # the child times the reference with TF32 allowed by the judge's precision (never reading the code itself)
     job = {**job, "budget": budget.to_json(), "precision": judge.dot_precision}
     verdict = _run_once(job, base_dir, conn, queued, judge, limits, budget)

@@ -162,7 +162,7 @@ class Judge:
                     self.phases["reference_peak_gib"] = round(peak / (1 << 30), 3)
                 return None
             if kind == M.REF_DONE:
-                self._phase("reference")
+                self.phase("reference")
                 self.ref_done = True
                 if "original" not in self.refs and not self.prescreen:
                     return self._fail(R.REFERENCE_ERROR, "no reference outputs for the original inputs")
@@ -170,7 +170,7 @@ class Judge:
             if not self.ref_done:
                 return self._fail(R.PROTOCOL_ERROR, f"message {kind!r} before the reference was done")
             if kind == M.STAGE and header.get("stage") == "compile" and self.passed == "static":
-                self._phase("compile")
+                self.phase("compile")
                 self.passed = "compile"
                 return None
             if kind == M.CAND:
@@ -427,13 +427,8 @@ class Judge:
         finally:
             self.worker_s += time.monotonic() - t0
 
-    def gpu_granted(self) -> None:
-        """The pool gave this job the GPU shares it asked for (a task too large for a worker's share, job.py):
-        the wait is a phase of its own (`gpu_alone_wait`), so `reference` is the reference's own work, not the
-        queue of a large problem's candidates before it."""
-        self._phase("gpu_alone_wait")
-
-    def _phase(self, name: str) -> None:
+    def phase(self, name: str) -> None:
+        """`name` ends now: the seconds since the last phase ended (or the job began) are its."""
         now = time.monotonic()
         self.phases[name] = round(now - self._phase_from, 3)
         self._phase_from = now
@@ -453,7 +448,7 @@ class Judge:
         if stage_index(self.passed) != stage_index(stage) - 1:
             return self._fail(R.PROTOCOL_ERROR, f"stage {stage} out of order")
         self.passed = stage
-        self._phase(stage)
+        self.phase(stage)
         return "go"
 
     def _child_error(self, header: dict[str, Any]) -> str:
@@ -516,7 +511,7 @@ class Judge:
             stats["gpu_wait_s"] = round(float(wait), 3)  # how long it waited for the GPU to itself
         self.timing = stats
         self.passed = "timing"
-        self._phase("timing")
+        self.phase("timing")
         return None
 
     # ---------------------------------------------------------------- the verdict
