@@ -27,6 +27,7 @@
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
 #                                                        # (until the last step started, eval or verify, is done);
 #                                                        # at once, status 3, on a machine no plan started on
+#   bash benchmarks/kernelbench_session.sh ship R        # SFT's adapter of R in parts again (ship_sft), for the next pack
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
 #                                                        # R's kept completions (benchmarks/verify_kept.py); FIRST
 #                                                        # (e.g. kernelbench/L2/): those tasks queued first
@@ -233,5 +234,7 @@ case $cmd in
   _verify) step verify "$PY" benchmarks/verify_kept.py "$2" ${FIRST:+--first "$FIRST"} -p kernelbench="$3" -p "$KB_ONLY" ;;
   watch) watch ;;
   pack) pack ;;
-  *) echo "usage: $0 start R KB | start2 R KB | start4 R KB | startsft R KB | watch | verify R KB | pack" >&2; exit 2 ;;
+  ship) ship_sft "$(cd "$CALLER" && realpath -m "${2:?R}")" && ls "$SHIP" ;;
+  *) echo "usage: $0 start R KB | start2 R KB | start4 R KB | startsft R KB | watch | verify R KB | pack | ship R" >&2
+     exit 2 ;;
 esac

@@ -41,3 +41,60 @@ def test_watch_packs_a_finished_plan_at_once(tmp_path):
     listing = subprocess.run(["tar", "tzf", str(tmp_path / "out" / "res.tgz")], capture_output=True, text=True,
                              check=True).stdout.split()
     assert "summary.json" in listing and "logs/eval.done" in listing
+
+
+def _finished_plan(tmp_path: Path) -> Path:
+    """A plan over (its logs say so), R holding SFT's adapter: what `watch` packs at once."""
+    logs, run = tmp_path / "logs", tmp_path / "R"
+    sft = run / "runs" / "base" / "checkpoints" / "sft"
+    (sft / "checkpoint-2").mkdir(parents=True)
+    (run / "eval").mkdir()
+    (run / "summary.json").write_text("{}")
+    logs.mkdir()
+    (logs / "root").write_text(str(run))
+    (logs / "last").write_text("eval")
+    (logs / "plan.log").write_text("00:00:00 end eval rc=0\n")
+    (logs / "eval.done").write_text("0\n")
+    return run
+
+
+def test_sfts_adapter_comes_back_once_in_bf16_parts(tmp_path):
+    """`ship` (what the one-GPU plan runs after SFT): the adapter's top folder, weights in bf16, no Trainer
+    checkpoints, in 15 MB parts that the next pack puts beside res.tgz once; unpacked, it is the adapter."""
+    import sys
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    run = _finished_plan(tmp_path)
+    sft = run / "runs" / "base" / "checkpoints" / "sft"
+    weights = {"lora_A": torch.randn(4096, 1024), "lora_B": torch.randn(1024, 4096), "steps": torch.arange(3)}
+    save_file(weights, str(sft / "adapter_model.safetensors"))  # 32 MB of float32: three parts
+    (sft / "adapter_config.json").write_text('{"r": 64}')
+    (sft / "tritonrl_model.json").write_text('{"base_model": "embedded"}')
+    (sft / "checkpoint-2" / "optimizer.pt").write_bytes(b"x" * 1000)
+    env = {**os.environ, "LOGS": str(tmp_path / "logs"), "SHIP": str(tmp_path / "ship"), "PY": sys.executable}
+    subprocess.run(["bash", str(SCRIPT), "ship", str(run)], env=env, capture_output=True, text=True, check=True,
+                   timeout=120)
+    parts = sorted(p.name for p in (tmp_path / "ship").iterdir())
+    assert parts == ["sft.tar.part-aa", "sft.tar.part-ab"]  # bf16 halves it: 16 MB in two parts
+    assert not (tmp_path / "ship.tmp").exists()
+
+    outs = []
+    for n in (1, 2):  # the first pack takes the parts, the next leaves them
+        out = tmp_path / f"out{n}"
+        done = subprocess.run(["bash", str(SCRIPT), "watch"], env={**env, "OUT": str(out), "W": "60"},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        outs.append(sorted(p.name for p in out.iterdir()))
+    assert outs == [["res.tgz", *parts], ["res.tgz"]]
+
+    unpacked = tmp_path / "unpacked"
+    unpacked.mkdir()
+    tar = b"".join((tmp_path / "out1" / p).read_bytes() for p in parts)
+    subprocess.run(["tar", "xf", "-", "-C", str(unpacked)], input=tar, check=True)
+    assert sorted(p.name for p in (unpacked / "sft").iterdir()) == \
+        ["adapter_config.json", "adapter_model.safetensors", "tritonrl_model.json"]
+    back = load_file(str(unpacked / "sft" / "adapter_model.safetensors"))
+    assert back["lora_A"].dtype == torch.bfloat16 and back["steps"].dtype == torch.int64
+    assert torch.equal(back["lora_B"], weights["lora_B"].to(torch.bfloat16)) and torch.equal(back["steps"], weights["steps"])
