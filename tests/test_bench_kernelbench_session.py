@@ -11,8 +11,8 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "kernelbench_session.sh"
 
 
-def _watch(logs: Path, out: Path) -> tuple[subprocess.CompletedProcess, float]:
-    env = {**os.environ, "LOGS": str(logs), "OUT": str(out), "W": "120"}
+def _watch(logs: Path, out: Path, **env: str) -> tuple[subprocess.CompletedProcess, float]:
+    env = {**os.environ, "LOGS": str(logs), "OUT": str(out), "W": "120", **env}
     t0 = time.monotonic()
     done = subprocess.run(["bash", str(SCRIPT), "watch"], env=env, capture_output=True, text=True, timeout=60)
     return done, time.monotonic() - t0
@@ -26,7 +26,8 @@ def test_watch_on_a_bare_machine_stops_at_once(tmp_path):
     assert not (tmp_path / "out" / "res.tgz").exists()  # nothing packed: there is nothing of the run to pack
 
 
-def test_watch_packs_a_finished_plan_at_once(tmp_path):
+def _finished_plan(tmp_path: Path) -> Path:
+    """A plan over (its logs, in tmp_path/logs, say so) and its session folder R: what `watch` packs at once."""
     logs, run = tmp_path / "logs", tmp_path / "R"
     (run / "eval").mkdir(parents=True)
     (run / "summary.json").write_text("{}")
@@ -35,27 +36,17 @@ def test_watch_packs_a_finished_plan_at_once(tmp_path):
     (logs / "last").write_text("eval")
     (logs / "plan.log").write_text("00:00:00 end eval rc=0\n")
     (logs / "eval.done").write_text("0\n")
-    done, took = _watch(logs, tmp_path / "out")
+    return run
+
+
+def test_watch_packs_a_finished_plan_at_once(tmp_path):
+    _finished_plan(tmp_path)
+    done, took = _watch(tmp_path / "logs", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert took < 20  # a plan already over is packed without waiting for a progress line
     listing = subprocess.run(["tar", "tzf", str(tmp_path / "out" / "res.tgz")], capture_output=True, text=True,
                              check=True).stdout.split()
     assert "summary.json" in listing and "logs/eval.done" in listing
-
-
-def _finished_plan(tmp_path: Path) -> Path:
-    """A plan over (its logs say so), R holding SFT's adapter: what `watch` packs at once."""
-    logs, run = tmp_path / "logs", tmp_path / "R"
-    sft = run / "runs" / "base" / "checkpoints" / "sft"
-    (sft / "checkpoint-2").mkdir(parents=True)
-    (run / "eval").mkdir()
-    (run / "summary.json").write_text("{}")
-    logs.mkdir()
-    (logs / "root").write_text(str(run))
-    (logs / "last").write_text("eval")
-    (logs / "plan.log").write_text("00:00:00 end eval rc=0\n")
-    (logs / "eval.done").write_text("0\n")
-    return run
 
 
 def test_sfts_adapter_comes_back_once_in_bf16_parts(tmp_path):
@@ -68,14 +59,15 @@ def test_sfts_adapter_comes_back_once_in_bf16_parts(tmp_path):
 
     run = _finished_plan(tmp_path)
     sft = run / "runs" / "base" / "checkpoints" / "sft"
+    (sft / "checkpoint-2").mkdir(parents=True)
     weights = {"lora_A": torch.randn(4096, 1024), "lora_B": torch.randn(1024, 4096), "steps": torch.arange(3)}
     save_file(weights, str(sft / "adapter_model.safetensors"))  # 32 MB of float32: three parts
     (sft / "adapter_config.json").write_text('{"r": 64}')
     (sft / "tritonrl_model.json").write_text('{"base_model": "embedded"}')
     (sft / "checkpoint-2" / "optimizer.pt").write_bytes(b"x" * 1000)
-    env = {**os.environ, "LOGS": str(tmp_path / "logs"), "SHIP": str(tmp_path / "ship"), "PY": sys.executable}
-    subprocess.run(["bash", str(SCRIPT), "ship", str(run)], env=env, capture_output=True, text=True, check=True,
-                   timeout=120)
+    ship = {"SHIP": str(tmp_path / "ship"), "PY": sys.executable}
+    subprocess.run(["bash", str(SCRIPT), "ship", str(run)], env={**os.environ, "LOGS": str(tmp_path / "logs"), **ship},
+                   capture_output=True, text=True, check=True, timeout=120)
     parts = sorted(p.name for p in (tmp_path / "ship").iterdir())
     assert parts == ["sft.tar.part-aa", "sft.tar.part-ab"]  # bf16 halves it: 16 MB in two parts
     assert not (tmp_path / "ship.tmp").exists()
@@ -83,8 +75,7 @@ def test_sfts_adapter_comes_back_once_in_bf16_parts(tmp_path):
     outs = []
     for n in (1, 2):  # the first pack takes the parts, the next leaves them
         out = tmp_path / f"out{n}"
-        done = subprocess.run(["bash", str(SCRIPT), "watch"], env={**env, "OUT": str(out), "W": "60"},
-                              capture_output=True, text=True, timeout=60)
+        done, _ = _watch(tmp_path / "logs", out, **ship)
         assert done.returncode == 0, done.stderr
         outs.append(sorted(p.name for p in out.iterdir()))
     assert outs == [["res.tgz", *parts], ["res.tgz"]]
