@@ -49,6 +49,11 @@ KB_ONLY="heldout_sets=[kernelbench]"   # the evaluation on the held-out KernelBe
 TREE=/tmp/kbs-repo                      # the plan runs from a copy: a later device call replaces the tree it came in
 cmd=${1:?start, start2, start4, startsft, watch, verify or pack}
 
+session_settings() {  # the session's own settings (P, "key=value ..."), every stage the same: into the caller's xp
+  local p
+  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f
+}
+
 step() {  # step NAME command...: run it (OUT unset: gpu_rl_session would export into a later call's $OUT), log it
   local name=$1; shift
   echo "$(date +%T) start $name"
@@ -60,8 +65,8 @@ step() {  # step NAME command...: run it (OUT unset: gpu_rl_session would export
 }
 
 plan() {  # the stages, one after another (RL's two methods side by side); a failed SFT stops the rest
-  local R=$1 KB=$2 xp=() p
-  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f   # the session's own settings, every stage the same
+  local R=$1 KB=$2 xp=()
+  session_settings
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   ship_sft "$R"
@@ -89,8 +94,8 @@ metadata={'format': 'pt'})" "$t/sft/adapter_model.safetensors" || { rm -rf "$t";
 }
 
 plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measured before RL is spent on it)
-  local R=$1 KB=$2 xp=() p
-  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f
+  local R=$1 KB=$2 xp=()
+  session_settings
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   step evalsft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages sft -p kernelbench="$KB" \
       -p "$KB_ONLY" "${xp[@]}"
@@ -120,10 +125,10 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, o
 }
 
 plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then every model evaluated, two GPUs each
-  local R=$1 KB=$2 G0 G1 G2 G3 xp=() p
+  local R=$1 KB=$2 G0 G1 G2 G3 xp=()
   IFS=, read -r G0 G1 G2 G3 _ <<< "${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
   if [ -z "$G3" ]; then echo "start4 needs four GPUs (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; return 1; fi
-  set -f; for p in ${P:-}; do xp+=(-p "$p"); done; set +f   # the session's own settings, every stage the same
+  session_settings
   CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   # three pools on the host throughout (RL's two and an evaluation's): every evaluation's pool describes its
   # budget the same way, and a kept verdict is found only under the description it was stored with
