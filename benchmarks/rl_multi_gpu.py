@@ -102,7 +102,8 @@ def prepare_start(args, cfg, source: RunPaths) -> None:
     tasks = None
     if not source.split.is_file():
         tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
-        make_split(cfg.seed, cfg.data.heldout_fraction, tasks, cfg.data.heldout_in_family).save(source.split)
+        make_split(cfg.seed, cfg.data.heldout_fraction, tasks, cfg.data.heldout_in_family,
+                   levels=cfg.data.heldout_family_levels).save(source.split)
     if cfg.rl.replay_ratio > 0 and not source.sft_train.is_file():
         replay_corpus(cfg, source, tasks)
 

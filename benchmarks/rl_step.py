@@ -62,7 +62,8 @@ def _prepare(args, cfg) -> None:
                                extra={"stage": "sft", "note": "untrained LoRA (benchmarks/rl_step.py --quick)"})
     if not paths.split.is_file():
         tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
-        make_split(cfg.seed, cfg.data.heldout_fraction, tasks, cfg.data.heldout_in_family).save(paths.split)
+        make_split(cfg.seed, cfg.data.heldout_fraction, tasks, cfg.data.heldout_in_family,
+                   levels=cfg.data.heldout_family_levels).save(paths.split)
 
 
 def references_twice(task, step):

@@ -89,3 +89,31 @@ def test_sfts_adapter_comes_back_once_in_bf16_parts(tmp_path):
     back = load_file(str(unpacked / "sft" / "adapter_model.safetensors"))
     assert back["lora_A"].dtype == torch.bfloat16 and back["steps"].dtype == torch.int64
     assert torch.equal(back["lora_B"], weights["lora_B"].to(torch.bfloat16)) and torch.equal(back["steps"], weights["steps"])
+
+
+def test_the_sft_plan_scores_its_adapter_and_the_named_ones_on_the_development_set_before_kernelbench(tmp_path):
+    """`startsft`'s plan: SFT, then the development set (the set SFT's corpus is chosen on) for its adapter and
+    each DEV_ALSO one, then the KernelBench evaluation; a failed SFT stops it before any evaluation."""
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n[ -z "$FAIL_SFT" ] || case "$*" in *"--only sft"*) exit 1;; esac\n')
+    fake.chmod(0o755)
+    logs, run = tmp_path / "logs", tmp_path / "R"
+    logs.mkdir()
+    env = {**os.environ, "LOGS": str(logs), "PY": str(fake), "P": "n_sft_examples=6000",
+           "DEV_ALSO": "old=/x/old other=/x/other"}
+    subprocess.run(["bash", str(SCRIPT), "_evalsft", str(run), "/kb"], env=env, check=True, timeout=60,
+                   capture_output=True)
+    lines = calls.read_text().splitlines()
+    assert len(lines) == 5, lines  # SFT, three development-set scores, the KernelBench evaluation
+    assert "--only sft" in lines[0] and "-p n_sft_examples=6000" in lines[0]
+    assert f"--model {run}/runs/base/checkpoints/sft --tasks devset --k 2" in lines[1]
+    assert "--model /x/old --tasks devset" in lines[2] and f"--out {run}/eval/dev_old.json" in lines[2]
+    assert "--model /x/other --tasks devset" in lines[3] and f"--out {run}/eval/dev_other.json" in lines[3]
+    assert "--only eval --eval-stages sft" in lines[4]
+    assert all((logs / f"{n}.done").read_text().strip() == "0" for n in ("sft", "dev_sft", "dev_old", "evalsft"))
+
+    calls.unlink()
+    subprocess.run(["bash", str(SCRIPT), "_evalsft", str(run), "/kb"], env={**env, "FAIL_SFT": "1"}, timeout=60,
+                   capture_output=True)
+    assert len(calls.read_text().splitlines()) == 1  # SFT alone: nothing evaluated after it failed

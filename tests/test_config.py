@@ -206,3 +206,13 @@ def test_config_roundtrips_through_yaml(tmp_path):
     # the flat view is what papermill and -p use; every value round-trips as an override
     again = load_config("qwen7b", overrides=cfg.flat())
     assert again.to_dict() == cfg.to_dict()
+
+
+def test_family_weights_and_heldout_levels_are_checked_with_a_fix_named():
+    cfg = load_config("smoke", overrides={"sft_family_weights": "epilogue_chain:3,relu:2",
+                                          "heldout_family_levels": [1]})
+    assert cfg.data.sft_family_weights == ["epilogue_chain:3", "relu:2"] and cfg.data.heldout_family_levels == [1]
+    with pytest.raises(ConfigError, match="family_or_category:N"):
+        load_config("smoke", overrides={"sft_family_weights": "epilogue_chain"})
+    with pytest.raises(ConfigError, match="levels are 1 and 2"):
+        load_config("smoke", overrides={"heldout_family_levels": [0]})

@@ -148,3 +148,25 @@ def test_records_round_trip_and_load_with_datasets(tmp_path):
     path.write_text(path.read_text() + "{broken\n")
     with pytest.raises(ValueError, match="sft_train.jsonl:4"):
         read_sft_examples(path)
+
+
+def test_family_weights_resolve_categories_families_and_errors():
+    fams = ["relu", "gemm_chain", "conv_chain", "gemm_reduce"]
+    w = gen.family_weights(fams, ["epilogue_chain:3", "conv_chain:2"])
+    assert w == {"relu": 1, "gemm_chain": 3, "conv_chain": 2, "gemm_reduce": 1}  # a family's own entry wins
+    assert gen.family_weights(fams, []) == dict.fromkeys(fams, 1)
+    with pytest.raises(ValueError, match="neither an op family nor a category"):
+        gen.family_weights(fams, ["chains:3"])
+    with pytest.raises(ValueError, match="N >= 1"):
+        gen.family_weights(fams, ["relu:0"])
+
+
+def test_a_weighted_family_gives_its_weight_in_candidates_every_round():
+    stats = gen.GenerationStats(requested=0)
+    cands = list(gen._candidates(["relu", "gemm_chain"], 0, stats, limit=12, weights={"relu": 1, "gemm_chain": 3}))
+    fams = [c.task.op_family for c in cands]
+    assert fams == ["relu", "gemm_chain", "gemm_chain", "gemm_chain"] * 3
+    # example i of a family is the same whatever the weights: its key is (seed, family, i)
+    plain = list(gen._candidates(["relu", "gemm_chain"], 0, gen.GenerationStats(requested=0), limit=6))
+    assert [c.key for c in plain if c.task.op_family == "gemm_chain"] == \
+        [c.key for c in cands if c.task.op_family == "gemm_chain"][:3]

@@ -128,3 +128,24 @@ def test_in_family_choice_is_seeded_and_zero_keeps_the_old_split(suite):
     assert len(two.heldout_in_family_ids) == 2 * len(two.train_families)
     with pytest.raises(ValueError, match="in_family"):
         make_split(0, 0.25, suite, in_family=-1)
+
+
+def test_levels_name_the_categories_that_hold_families_out(suite):
+    """With Level 2 left out, every fusion family trains and Level 1's held-out families stay as they were."""
+    both = make_split(0, 0.25, suite)
+    level1 = make_split(0, 0.25, suite, levels=[1])
+    assert level1.levels == [1] and both.levels == [1, 2]
+    assert not [f for f in level1.heldout_families if f in all_families(level=2)]
+    assert set(all_families(level=2)) <= set(level1.train_families)
+    assert level1.heldout_families == [f for f in both.heldout_families if f in all_families(level=1)]
+    assert [f for f in both.heldout_families if f in all_families(level=2)]  # the default holds some out
+    assert all(level1.side(t) != "heldout" for t in suite if t.level == 2)
+    assert make_split(0, 0.25, suite, levels=[]).heldout_families == []
+    with pytest.raises(ValueError, match=r"heldout_family_levels=\[3\]"):
+        make_split(0, 0.25, suite, levels=[3])
+
+
+def test_a_split_file_written_before_levels_existed_reads_as_both_levels(tmp_path, suite):
+    d = make_split(0, 0.25, suite).to_dict()
+    del d["levels"]
+    assert Split.from_dict(d).levels == [1, 2]

@@ -34,6 +34,9 @@ def test_stage_writes_everything_and_knows_when_it_is_current(run_dir):
     changed = _cfg(run_dir, heldout_fraction=0.5)
     ok, why = data_is_current(changed, changed.paths)
     assert not ok and why == "settings changed: heldout_fraction"
+    for key, value in (("heldout_family_levels", [1]), ("sft_family_weights", "epilogue_chain:3")):
+        ok, why = data_is_current(_cfg(run_dir, **{key: value}), cfg.paths)
+        assert not ok and why == f"settings changed: {key}"
     cfg.paths.sft_train.write_text('{"id": "x"}\n')  # a file that does not hold what split.json recorded
     assert data_is_current(cfg, cfg.paths) == (False, "sft_train.jsonl does not hold the recorded number of examples")
     assert not build_data(cfg, cfg.paths, force=True, progress=False).skipped_generation

@@ -51,6 +51,10 @@ class DataConfig:
     n_sft_examples: int = 1000
     heldout_fraction: float = 0.25  # fraction of op families held out of training
     heldout_in_family: int = 1  # variant tasks of each train family held out (held-out set a; 0 = none)
+    heldout_family_levels: list[int] = field(default_factory=lambda: [1, 2])  # levels whose categories hold
+    # families out (set b); [1]: every built-in fusion family trains, Level 2 tested on KernelBench alone
+    sft_family_weights: list[str] = field(default_factory=list)  # "family_or_category:N": N of its SFT examples
+    # per one of every other family's (data/generate.py); [] = the same number of every train family
     data_verify_device: str = "cpu"  # cpu (interpreter, every core; no timing needed) | auto (GPU if any)
     kernelbench: str = ""  # a KernelBench checkout: its L1/L2 problems split into RL's train part and a held-out
     # part evaluation reports on (tasks/kernelbench.py); "" = the built-in suite alone
@@ -395,6 +399,15 @@ def validate(cfg: RunConfig) -> None:
     if cfg.rl.top_k > cfg.rl.n_samples:
         raise ConfigError(f"top_k={cfg.rl.top_k} exceeds n_samples={cfg.rl.n_samples}; "
                           "keep at most as many samples as are drawn")
+    bad_levels = [lv for lv in cfg.data.heldout_family_levels if lv not in (1, 2)]
+    if bad_levels:
+        raise ConfigError(f"heldout_family_levels={cfg.data.heldout_family_levels}: levels are 1 and 2 "
+                          "(e.g. -p 'heldout_family_levels=[1]'; [] holds no family out)")
+    for entry in cfg.data.sft_family_weights:
+        name, _, n = str(entry).partition(":")
+        if not name.strip() or not n.strip().isdigit() or int(n) < 1:
+            raise ConfigError(f"sft_family_weights entry {entry!r}: expected family_or_category:N with N >= 1, "
+                              "e.g. -p sft_family_weights=epilogue_chain:3,reduce_epilogue:3")
     for name in ("curriculum_start_p", "curriculum_end_p", "curriculum_trigger", "heldout_fraction",
                  "timing_trim", "eval_fraction", "refine_discount"):
         path = _leaf_paths()[name]

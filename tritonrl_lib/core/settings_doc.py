@@ -35,6 +35,10 @@ DESCRIPTIONS: dict[str, str] = {
     "n_sft_examples": "verified SFT examples to generate from op templates",
     "heldout_fraction": "share of each category's op families held out of training (the evaluation tasks)",
     "heldout_in_family": "variant tasks of each training family held out (held-out set a; 0: none)",
+    "heldout_family_levels": "the levels whose categories hold op families out of training (held-out set b); "
+                             "[1] trains every built-in fusion family and leaves Level 2's test to KernelBench",
+    "sft_family_weights": "family_or_category:N entries: N SFT examples of that family (or of each family of "
+                          "that category) for one of every other family's; empty = the same number of each",
     "data_verify_device": "where 01_data verifies its examples: cpu (every core, no timing) | auto (a GPU if any)",
     "kernelbench": "a KernelBench checkout (its folder): 01_data splits its L1/L2 problems into RL's train part "
                    "and a held-out part 04_eval reports on at published sizes; empty = the built-in suite alone",

@@ -1,7 +1,8 @@
 """The offline SFT data generator: op templates x shapes x dtypes x styles, every pair verified.
 
 Candidates are drawn round-robin over the requested families (example i of family f is keyed by
-(seed, f, i), so a family's examples do not depend on the others), deduplicated before any work is
+(seed, f, i), so a family's examples do not depend on the others; a family weighted N by
+`data.sft_family_weights` gives N candidates a round), deduplicated before any work is
 done, and verified in batches through a `VerifierPool` (its workers run in parallel; its verdict
 cache makes a re-run, or a resumed one, cost file reads). Only candidates the verifier passes are
 kept; the others are counted by the verifier's reason. The result is the first `n` passing
@@ -24,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 from ..model import prompts
 from ..model.prompts import format_completion, sft_record
-from ..tasks.families import category_of
+from ..tasks.families import FAMILIES, category_of
 from ..tasks.task import Task
 from .records import SFTExample
 from .templates import TEMPLATES, Example, level_of_family, render_example
@@ -144,14 +145,39 @@ def to_sft_example(task: Task, solution: str, variant: str = "", verified: bool 
                       verified=verified, meta=dict(meta or {}))
 
 
-def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limit: int) -> Iterable[Candidate]:
-    """Unique candidates, round-robin over families, until `limit` have been rendered."""
+def family_weights(families: Sequence[str], entries: Sequence[str]) -> dict[str, int]:
+    """Each of `families`' candidates per round (1 unless an entry "family_or_category:N" names it or
+    its category; a family named itself wins over its category). A name that is neither is an error."""
+    categories = {cat: fams for cats in FAMILIES.values() for cat, fams in cats.items()}
+    by_family: dict[str, int] = {}
+    by_category: dict[str, int] = {}
+    for entry in entries:
+        name, _, n = str(entry).partition(":")
+        name = name.strip()
+        if not n.strip().isdigit() or int(n) < 1:
+            raise ValueError(f"sft_family_weights entry {entry!r}: expected family_or_category:N with N >= 1")
+        if name in categories:
+            by_category[name] = int(n)
+        elif name in {f for fams in categories.values() for f in fams}:
+            by_family[name] = int(n)
+        else:
+            raise ValueError(f"sft_family_weights names {name!r}, neither an op family nor a category; categories: "
+                             f"{', '.join(categories)} (tritonrl_lib/tasks/families.py lists their families)")
+    return {f: by_family.get(f, by_category.get(category_of(f), 1)) for f in families}
+
+
+def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limit: int,
+                weights: dict[str, int] | None = None) -> Iterable[Candidate]:
+    """Unique candidates, round-robin over families (`weights[f]` of family f a round), until `limit`
+    have been rendered."""
     seen: set[str] = set()
     active = list(families)
     index = {f: 0 for f in families}
     dup_run = {f: 0 for f in families}
     while active and stats.candidates < limit:
-        for fam in list(active):
+        for fam in [f for f in list(active) for _ in range((weights or {}).get(f, 1))]:
+            if fam not in active:
+                continue  # exhausted earlier in this round
             if stats.candidates >= limit:
                 return
             i = index[fam]
@@ -176,10 +202,12 @@ def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limi
 
 def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, pool=None, verify_config=None,
                           cache: bool | str = True, max_candidates: int | None = None, batch_size: int = 0,
-                          progress: bool = True) -> tuple[list[SFTExample], GenerationStats]:
+                          progress: bool = True,
+                          weights: Sequence[str] = ()) -> tuple[list[SFTExample], GenerationStats]:
     """Up to `n` verified SFT examples drawn from `families` (names of tasks/families.py).
 
-    `pool` is a VerifierPool to use (else one is made from `verify_config` and closed after);
+    `weights`: "family_or_category:N" entries (family_weights). `pool` is a VerifierPool to use
+    (else one is made from `verify_config` and closed after);
     `cache` is given to a pool made here. At most `max_candidates` (default 2n + 50) are rendered.
     """
     unknown = [f for f in families if f not in TEMPLATES]
@@ -188,6 +216,7 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
     if not families:
         raise ValueError("no families to generate from: the split left none in training")
     families = list(dict.fromkeys(families))
+    per_round = family_weights(families, weights)
     stats = GenerationStats(requested=n, families=families)
     if n <= 0:
         return [], stats
@@ -204,7 +233,7 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
         bar = tqdm(total=n, desc="SFT examples", unit="ex")
     kept: list[SFTExample] = []
     start = time.perf_counter()
-    stream = iter(_candidates(families, seed, stats, limit))
+    stream = iter(_candidates(families, seed, stats, limit, per_round))
     try:
         while len(kept) < n:
             need = n - len(kept)

@@ -2,8 +2,10 @@
 
 In every category a deterministic (seed-keyed) choice of `heldout_fraction` of its families is
 held out, at least one where the category has two or more families and at least one always left
-for training. Held-out families are picked among those the task suite has tasks for, so the
-held-out evaluation set is never empty by accident. SFT examples come only from train families.
+for training; only categories of the levels `levels` names give families up (default both: a run whose
+Level-2 test is KernelBench's held-out problems may keep every built-in fusion family for training,
+`data.heldout_family_levels: [1]`). Held-out families are picked among those the task suite has
+tasks for, so the held-out evaluation set is never empty by accident. SFT examples come only from train families.
 
 Two held-out evaluation sets come out of it:
 
@@ -37,6 +39,7 @@ class Split:
     train_families: list[str]
     heldout_families: list[str]
     by_category: dict[str, dict[str, list[str]]]  # category -> {"train": [...], "heldout": [...]}
+    levels: list[int] = field(default_factory=lambda: [1, 2])  # the levels whose categories hold families out
     train_task_ids: list[str] = field(default_factory=list)  # suite tasks of train families
     heldout_task_ids: list[str] = field(default_factory=list)  # suite tasks of held-out families
     untagged_task_ids: list[str] = field(default_factory=list)  # tasks with no known family
@@ -108,9 +111,14 @@ def n_heldout(n_families: int, fraction: float) -> int:
     return min(max(int(n_families * fraction + 0.5), 1), n_families - 1)
 
 
-def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = (), in_family: int = 0) -> Split:
-    """The split of `tasks`: families held out per category, then `in_family` variant tasks of
-    each train family held out (set a; 0 = none)."""
+def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = (), in_family: int = 0,
+               levels: Sequence[int] = (1, 2)) -> Split:
+    """The split of `tasks`: families held out per category of the levels `levels` names, then
+    `in_family` variant tasks of each train family held out (set a; 0 = none)."""
+    known = sorted(int(k[-1]) for k in FAMILIES)
+    if any(lv not in known for lv in levels):
+        raise ValueError(f"heldout_family_levels={list(levels)}: name levels among {known} (or none: no family "
+                         "held out)")
     if in_family < 0:
         raise ValueError(f"in_family={in_family} must be 0 or more (variant tasks held out per train family)")
     if not 0.0 <= heldout_fraction <= 1.0:
@@ -119,9 +127,9 @@ def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = (), i
     with_tasks = {t.op_family for t in tasks if t.op_family}
     by_category: dict[str, dict[str, list[str]]] = {}
     heldout: set[str] = set()
-    for cats in FAMILIES.values():
+    for level_key, cats in FAMILIES.items():
         for cat, fams in cats.items():
-            k = n_heldout(len(fams), heldout_fraction)
+            k = n_heldout(len(fams), heldout_fraction) if int(level_key[-1]) in levels else 0
             eligible = [f for f in fams if f in with_tasks] or list(fams)
             rng = random.Random(f"split:{seed}:{cat}")
             chosen = rng.sample(eligible, min(k, len(eligible)))
@@ -133,7 +141,8 @@ def make_split(seed: int, heldout_fraction: float, tasks: Iterable[Task] = (), i
     order = all_families()
     split = Split(seed=seed, heldout_fraction=heldout_fraction,
                   train_families=[f for f in order if f not in heldout],
-                  heldout_families=[f for f in order if f in heldout], by_category=by_category)
+                  heldout_families=[f for f in order if f in heldout], by_category=by_category,
+                  levels=sorted(set(levels)))
     held_in = set(heldout_in_family(tasks, split.train_families, seed, in_family))
     for t in tasks:
         if t.id in held_in:

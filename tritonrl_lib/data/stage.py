@@ -85,6 +85,8 @@ def data_settings(cfg: RunConfig, tasks: list[Task] | None = None) -> dict[str, 
     return {**digest, "seed": cfg.seed, "task_source": cfg.data.task_source, "task_size": cfg.data.task_size,
             "n_sft_examples": cfg.data.n_sft_examples, "heldout_fraction": cfg.data.heldout_fraction,
             "heldout_in_family": cfg.data.heldout_in_family,
+            "heldout_family_levels": sorted(set(cfg.data.heldout_family_levels)),
+            "sft_family_weights": list(cfg.data.sft_family_weights),
             "kernelbook_source": cfg.data.kernelbook_source, "kernelbook_verify": kb_verify,
             "kernelbook_max_rows": kb_rows, "generator": generator_version(),
             "verify": {"policy": v.policy, "atol": v.atol, "rtol": v.rtol, "half_atol": v.half_atol,
@@ -167,7 +169,8 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
                         f"-> {paths.kernelbench_split}")
     tasks = load_tasks(cfg.data.task_source, size=cfg.data.task_size)
     settings = data_settings(cfg, tasks)  # taken before generating: it describes the code that makes the data
-    split = make_split(cfg.seed, cfg.data.heldout_fraction, tasks, in_family=cfg.data.heldout_in_family)
+    split = make_split(cfg.seed, cfg.data.heldout_fraction, tasks, in_family=cfg.data.heldout_in_family,
+                       levels=cfg.data.heldout_family_levels)
     labels = label_tasks(tasks)
     kb_verify, kb_rows = kernelbook_options(cfg)
     kb = load_kernelbook(cfg.data.kernelbook_source, limit=kb_rows or None) if cfg.data.kernelbook_source else None
@@ -198,7 +201,7 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
                             workers=data_pool_workers(cfg))
     try:
         examples, gstats = generate_sft_examples(split.train_families, cfg.data.n_sft_examples, cfg.seed,
-                                                 pool=pool, progress=progress)
+                                                 pool=pool, progress=progress, weights=cfg.data.sft_family_weights)
         kb_summary: dict[str, Any] = {}
         if kb is not None:
             kb_examples, kb_summary = kernelbook_examples(kb, split, pool, kb_verify)

@@ -38,7 +38,7 @@ FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
                             "l2_normalize_scale"),
         "elementwise_chain": ("scale_bias_tanh", "mul_add_clamp", "sigmoid_gate", "swiglu", "residual_relu_scale"),
         "reduction_chain": ("softmax_scale", "logsumexp_relu", "sum_div", "max_subtract_exp", "mean_square_sqrt"),
-        # a GEMM or a convolution kept in PyTorch, then a random chain of 1-5 cheap ops (and, in
+        # a GEMM or a convolution kept in PyTorch, then a random chain of 1-6 cheap ops (and, in
         # chain_reduce, a reduction at the end) in one Triton kernel: data/templates/epilogue.py
         "epilogue_chain": ("gemm_chain", "matmul_chain", "conv_chain", "convtranspose_chain", "chain_reduce"),
         # a GEMM or a convolution kept in PyTorch, then a chain, a reduction or normaliser (over the features,

@@ -2,7 +2,7 @@
 
 KernelBench's Level 2 is mostly a heavy op (nn.Linear, a matmul with a weight parameter, Conv1d/2d/3d,
 ConvTranspose2d/3d) followed by a few cheap ops. Every example draws the heavy op (small sizes, stride
-and padding sometimes) and a chain of 1-5 ops: constants (scale, add, subtract, divide, min, max,
+and padding sometimes) and a chain of 1-6 ops: constants (scale, add, subtract, divide, min, max,
 clamp), learned per-channel (per-feature) parameters, activations, and the residual add of the heavy
 op's output (`original = x.clone().detach(); ...; x = x + original`), each written one of the ways
 people write it (`nn.ReLU()` attributes, `torch.relu`, `F.relu`, `x.relu()`; `torch.clamp` or
@@ -536,7 +536,7 @@ def render_chain(family: str, kinds: tuple[str, ...], rng: random.Random, dtype:
     x = style.pick_name(X_NAMES, salt=1)
     heavy = draw_heavy(rng, style, x, rng.choice(kinds))
     b = start_build(rng, style, heavy, x)
-    draw_chain(b, rng.choice((1, 2, 2, 3, 3, 4, 5)))
+    draw_chain(b, rng.choice((1, 2, 2, 3, 3, 4, 4, 5, 6)))
     style = avoid_clashes(style, sorted(b.taken | {"y", "res"}))
     chain = " -> ".join(b.ops)
     doc = f"{heavy.desc[0].upper()}{heavy.desc[1:]}, then {chain_words(b.ops, heavy)}."
