@@ -23,7 +23,8 @@
 #                                                        # P="rl_tasks=kernelbench rounds=20"); RL_S (default 600): each
 #                                                        # RL method's time budget, rl_time_budget_s (it stops between
 #                                                        # rounds or steps when the next would overrun, its adapter kept)
-#   bash benchmarks/kernelbench_session.sh startsft R KB # one GPU: SFT, its development-set score (and DEV_ALSO's
+#   bash benchmarks/kernelbench_session.sh startsft R KB # one GPU: SFT (its adapter shipped as for start), its
+#                                                        # development-set score (and DEV_ALSO's
 #                                                        # NAME=ADAPTER ones, e.g. an earlier session's, to compare),
 #                                                        # then SFT's evaluation alone (P as for start4)
 #   bash benchmarks/kernelbench_session.sh watch         # W seconds (default 540) of progress lines, then pack
@@ -99,6 +100,7 @@ plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measure
   local R=$1 KB=$2 xp=()
   session_settings
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
+  ship_sft "$R"  # the adapter comes back with the next pack: a later session starts RL from it
   dev_eval "$R" "$R/runs/base/checkpoints/sft" sft
   local spec
   for spec in ${DEV_ALSO:-}; do dev_eval "$R" "${spec#*=}" "${spec%%=*}"; done
@@ -106,9 +108,9 @@ plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measure
       -p "$KB_ONLY" "${xp[@]}"
 }
 
-dev_eval() {  # R ADAPTER NAME: the adapter on the development set (tasks/devset/, 2 samples a task), the set SFT's
-  # corpus and settings are chosen on; its record R/eval/dev_NAME.json comes back with the pack
-  step "dev_$3" "$PY" -m tritonrl_lib.cli eval --model "$2" --tasks devset --k 2 --params gpu --quiet \
+dev_eval() {  # R ADAPTER NAME: the adapter on the whole development set (tasks/devset/, 2 samples a task), the set
+  # SFT's corpus and settings are chosen on; its record R/eval/dev_NAME.json comes back with the pack
+  step "dev_$3" "$PY" -m tritonrl_lib.cli eval --model "$2" --tasks devset --num_tasks 0 --k 2 --params gpu --quiet \
       --out "$1/eval/dev_$3.json" -p outputs_dir="$1/runs" -p run=base
 }
 

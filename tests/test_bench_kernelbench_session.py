@@ -100,17 +100,19 @@ def test_the_sft_plan_scores_its_adapter_and_the_named_ones_on_the_development_s
     fake.chmod(0o755)
     logs, run = tmp_path / "logs", tmp_path / "R"
     logs.mkdir()
-    env = {**os.environ, "LOGS": str(logs), "PY": str(fake), "P": "n_sft_examples=6000",
+    env = {**os.environ, "LOGS": str(logs), "PY": str(fake), "P": "n_sft_examples=6000", "SHIP": str(tmp_path / "ship"),
            "DEV_ALSO": "old=/x/old other=/x/other"}
     subprocess.run(["bash", str(SCRIPT), "_evalsft", str(run), "/kb"], env=env, check=True, timeout=60,
                    capture_output=True)
     lines = calls.read_text().splitlines()
-    assert len(lines) == 5, lines  # SFT, three development-set scores, the KernelBench evaluation
+    # SFT, its adapter shipped (bf16 through $PY -c), three development-set scores, the KernelBench evaluation
+    assert len(lines) == 6, lines
     assert "--only sft" in lines[0] and "-p n_sft_examples=6000" in lines[0]
-    assert f"--model {run}/runs/base/checkpoints/sft --tasks devset --k 2" in lines[1]
-    assert "--model /x/old --tasks devset" in lines[2] and f"--out {run}/eval/dev_old.json" in lines[2]
-    assert "--model /x/other --tasks devset" in lines[3] and f"--out {run}/eval/dev_other.json" in lines[3]
-    assert "--only eval --eval-stages sft" in lines[4]
+    assert lines[1].startswith("-c ") and "bfloat16" in lines[1]
+    assert f"--model {run}/runs/base/checkpoints/sft --tasks devset --num_tasks 0 --k 2" in lines[2]  # all 50
+    assert "--model /x/old --tasks devset" in lines[3] and f"--out {run}/eval/dev_old.json" in lines[3]
+    assert "--model /x/other --tasks devset" in lines[4] and f"--out {run}/eval/dev_other.json" in lines[4]
+    assert "--only eval --eval-stages sft" in lines[5]
     assert all((logs / f"{n}.done").read_text().strip() == "0" for n in ("sft", "dev_sft", "dev_old", "evalsft"))
 
     calls.unlink()
