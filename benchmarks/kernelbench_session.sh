@@ -103,15 +103,32 @@ plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measure
   ship_sft "$R"  # the adapter comes back with the next pack: a later session starts RL from it
   dev_eval "$R" "$R/runs/base/checkpoints/sft" sft
   local spec
-  for spec in ${DEV_ALSO:-}; do dev_eval "$R" "${spec#*=}" "${spec%%=*}"; done
+  set -f; for spec in ${DEV_ALSO:-}; do dev_eval "$R" "${spec#*=}" "${spec%%=*}"; done; set +f
   step evalsft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages sft -p kernelbench="$KB" \
       -p "$KB_ONLY" "${xp[@]}"
 }
 
 dev_eval() {  # R ADAPTER NAME: the adapter on the whole development set (tasks/devset/, 2 samples a task), the set
-  # SFT's corpus and settings are chosen on; its record R/eval/dev_NAME.json comes back with the pack
+  # SFT's corpus and settings are chosen on, with the session's settings (xp); R/eval/dev_NAME.json comes back
+  # with the pack
   step "dev_$3" "$PY" -m tritonrl_lib.cli eval --model "$2" --tasks devset --num_tasks 0 --k 2 --params gpu --quiet \
-      --out "$1/eval/dev_$3.json" -p outputs_dir="$1/runs" -p run=base
+      --out "$1/eval/dev_$3.json" -p outputs_dir="$1/runs" -p run=base "${xp[@]}"
+}
+
+dev_also() {  # DEV_ALSO ("NAME=ADAPTER ..."), checked before the plan starts: each NAME a plain word other than
+  # sft, each ADAPTER resolved where the command was typed (the plan runs from a copy of the tree)
+  local spec name path out=()
+  set -f
+  for spec in ${DEV_ALSO:-}; do
+    name=${spec%%=*} path=${spec#*=}
+    if [[ "$spec" != *=* || ! "$name" =~ ^[A-Za-z0-9_]+$ || "$name" = sft || -z "$path" ]]; then
+      echo "DEV_ALSO: '$spec' is not NAME=ADAPTER with NAME a plain word other than sft (e.g. sft15=/tmp/sft15/sft)" >&2
+      set +f; return 1
+    fi
+    out+=("$name=$(cd "$CALLER" && realpath -m "$path")")
+  done
+  set +f
+  DEV_ALSO="${out[*]}"
 }
 
 plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, on GPU 1; the evaluation on both
@@ -243,7 +260,7 @@ case $cmd in
   start) background eval "${2:?R}" "${3:?KB}" ;;
   start2) background eval2 "${2:?R}" "${3:?KB}" ;;
   start4) background eval4 "${2:?R}" "${3:?KB}" ;;
-  startsft) background evalsft "${2:?R}" "${3:?KB}" ;;
+  startsft) dev_also || exit 2; export DEV_ALSO; background evalsft "${2:?R}" "${3:?KB}" ;;
   verify) background verify "${2:?R}" "${3:?KB}" ;;
   _eval) plan "$2" "$3" ;;
   _eval2) plan2 "$2" "$3" ;;

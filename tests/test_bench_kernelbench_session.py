@@ -119,3 +119,13 @@ def test_the_sft_plan_scores_its_adapter_and_the_named_ones_on_the_development_s
     subprocess.run(["bash", str(SCRIPT), "_evalsft", str(run), "/kb"], env={**env, "FAIL_SFT": "1"}, timeout=60,
                    capture_output=True)
     assert len(calls.read_text().splitlines()) == 1  # SFT alone: nothing evaluated after it failed
+
+
+def test_a_malformed_dev_also_stops_startsft_before_any_plan(tmp_path):
+    logs = tmp_path / "logs"
+    for bad in ("/x/old", "sft=/x/old", "a b=/x", "old="):
+        done = subprocess.run(["bash", str(SCRIPT), "startsft", str(tmp_path / "R"), "/kb"],
+                              env={**os.environ, "LOGS": str(logs), "DEV_ALSO": bad}, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 2 and "is not NAME=ADAPTER" in done.stderr, (bad, done.stderr)
+        assert not logs.exists()  # nothing started: no logs, no copy of the tree

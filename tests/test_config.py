@@ -214,5 +214,10 @@ def test_family_weights_and_heldout_levels_are_checked_with_a_fix_named():
     assert cfg.data.sft_family_weights == ["epilogue_chain:3", "relu:2"] and cfg.data.heldout_family_levels == [1]
     with pytest.raises(ConfigError, match="family_or_category:N"):
         load_config("smoke", overrides={"sft_family_weights": "epilogue_chain"})
+    with pytest.raises(ConfigError, match="N >= 1"):
+        load_config("smoke", overrides={"sft_family_weights": "epilogue_chain:0"})
+    # the command line's comma form of a list of ints, as YAML's list form
+    assert load_config("smoke", overrides={"heldout_family_levels": "1,2"}).data.heldout_family_levels == [1, 2]
+    assert load_config("smoke", overrides={"heldout_family_levels": "1"}).data.heldout_family_levels == [1]
     with pytest.raises(ConfigError, match="levels are 1 and 2"):
         load_config("smoke", overrides={"heldout_family_levels": [0]})

@@ -170,3 +170,35 @@ def test_a_weighted_family_gives_its_weight_in_candidates_every_round():
     plain = list(gen._candidates(["relu", "gemm_chain"], 0, gen.GenerationStats(requested=0), limit=6))
     assert [c.key for c in plain if c.task.op_family == "gemm_chain"] == \
         [c.key for c in cands if c.task.op_family == "gemm_chain"][:3]
+
+
+class _PassEverything:
+    """A pool whose verdicts pass every candidate: what the generator keeps then is its own order alone."""
+
+    size = 2
+
+    def map(self, tasks, completions, progress=False):
+        from tritonrl_lib.verify.verdict import Verdict
+
+        return [Verdict(correct=True, reason="ok") for _ in tasks]
+
+
+def test_generate_sft_examples_gives_a_weighted_category_its_weight():
+    examples, stats = generate_sft_examples(["relu", "gemm_chain", "conv_chain"], 10, seed=0, pool=_PassEverything(),
+                                            progress=False, weights=["epilogue_chain:3"])
+    assert [e.op_family for e in examples] == ["relu"] + ["gemm_chain"] * 3 + ["conv_chain"] * 3 + ["relu"] \
+        + ["gemm_chain"] * 2
+    assert stats.kept_by_family == {"relu": 2, "gemm_chain": 5, "conv_chain": 3}
+
+
+def test_a_weighted_family_retired_in_the_middle_of_its_round_ends_there(monkeypatch):
+    """A family whose template repeats itself is retired after its 40th duplicate, possibly inside one of its
+    weighted rounds; the round goes on with the others."""
+    real = gen.make_candidate
+    monkeypatch.setattr(gen, "make_candidate",
+                        lambda family, seed, index: real(family, seed, 0 if family == "gemm_chain" else index))
+    stats = gen.GenerationStats(requested=0)
+    cands = list(gen._candidates(["relu", "gemm_chain"], 0, stats, limit=200, weights={"relu": 1, "gemm_chain": 3}))
+    assert stats.exhausted_families == ["gemm_chain"] and stats.candidates == 200
+    assert [c.task.op_family for c in cands].count("gemm_chain") == 1  # its first; the rest were duplicates
+    assert len(cands) == 1 + 200 - 1 - gen.MAX_CONSECUTIVE_DUPLICATES  # every later one is relu's

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tritonrl_lib.core.config import load_config
 from tritonrl_lib.data import Split, build_data, data_is_current, read_difficulty_labels, read_sft_examples
 from tritonrl_lib.data.stage import data_settings
@@ -64,3 +66,43 @@ def test_the_corpus_is_verified_without_timing_or_a_reference_cache_whatever_the
     assert v.timing == "off" and v.reference_cache_mb == 0
     assert not JobSettings.for_device(v, "cuda").timing_enabled  # what a GPU worker is told
     assert cfg.verify.timing == "on"  # the run's own setting (RL, evaluation) is untouched
+
+
+def test_family_weights_are_checked_before_any_verifier_and_idle_ones_are_said(run_dir, monkeypatch):
+    import tritonrl_lib.verify as verify
+    from tritonrl_lib.core.errors import ConfigError
+
+    monkeypatch.setattr(verify, "VerifierPool", None)  # a pool started before the check would fail on this
+    with pytest.raises(ConfigError, match=r"data\.sft_family_weights names 'chains'.*-p sft_family_weights="):
+        build_data(_cfg(run_dir, sft_family_weights="chains:3", n_sft_examples=5), _cfg(run_dir).paths,
+                   progress=False)
+    # gemm_chain is held out at seed 0 with both levels holding families out, trained with Level 1 alone
+    held = build_data(_cfg(run_dir, sft_family_weights="gemm_chain:3"), _cfg(run_dir).paths, progress=False)
+    assert "gemm_chain" in held.split.heldout_families
+    assert any(m.startswith("sft_family_weights: gemm_chain:3 names no train family") for m in held.messages)
+    trained = build_data(_cfg(run_dir, sft_family_weights="gemm_chain:3", heldout_family_levels=[1]),
+                         _cfg(run_dir).paths, progress=False)
+    assert trained.split.levels == [1] and "gemm_chain" in trained.split.train_families
+    assert not any("names no train family" in m for m in trained.messages)
+    assert Split.load(_cfg(run_dir).paths.split).levels == [1]
+
+
+def test_the_stage_generates_with_its_weights(run_dir):
+    """One round of the generator over the 92 train families of Level-1-only holding out: each weighted family
+    (the epilogue chains) gives three examples, every other one. The pool passes every candidate: the order is
+    the stage's alone."""
+    from tritonrl_lib.verify.verdict import Verdict
+
+    class PassEverything:
+        size = 2
+
+        def map(self, tasks, completions, progress=False):
+            return [Verdict(correct=True, reason="ok") for _ in tasks]
+
+    cfg = _cfg(run_dir, sft_family_weights="epilogue_chain:3", heldout_family_levels=[1], n_sft_examples=102)
+    res = build_data(cfg, cfg.paths, progress=False, pool=PassEverything(), force=True)
+    kept = res.counts["generated"]["kept_by_family"]
+    assert len(res.split.train_families) == 92 and len(res.examples) == 102
+    assert {f: kept[f] for f in ("gemm_chain", "conv_chain", "chain_reduce")} == dict.fromkeys(
+        ("gemm_chain", "conv_chain", "chain_reduce"), 3)
+    assert kept["relu"] == kept["gemm_reduce"] == 1  # reduce_epilogue is another category: not weighted here

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -491,6 +492,8 @@ def _coerce(value: Any, expected: Any, key: str, origin: str) -> Any:
             return value
         if isinstance(value, float) and value.is_integer():
             return int(value)
+        if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+            return int(value)  # an item of a comma-separated list of ints (-p heldout_family_levels=1,2)
         raise bad()
     if expected is float:
         if isinstance(value, bool):

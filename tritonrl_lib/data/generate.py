@@ -166,6 +166,13 @@ def family_weights(families: Sequence[str], entries: Sequence[str]) -> dict[str,
     return {f: by_family.get(f, by_category.get(category_of(f), 1)) for f in families}
 
 
+def weights_matching_nothing(families: Sequence[str], entries: Sequence[str]) -> list[str]:
+    """The entries (checked by family_weights) that name no family of `families`, themselves or by category:
+    a weight on held-out families only, which changes nothing."""
+    cats = {category_of(f) for f in families}
+    return [e for e in entries if str(e).partition(":")[0].strip() not in set(families) | cats]
+
+
 def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limit: int,
                 weights: dict[str, int] | None = None) -> Iterable[Candidate]:
     """Unique candidates, round-robin over families (`weights[f]` of family f a round), until `limit`

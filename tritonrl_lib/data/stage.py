@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.config import RunConfig
+from ..core.errors import ConfigError
 from ..core.paths import RunPaths
 from ..tasks import load_tasks
 from ..tasks.kernelbench import KernelBenchSplit, load_kernelbench, make_kernelbench_split
 from ..tasks.loaders import TaskSourceError
 from ..tasks.task import Task
 from .difficulty import difficulty_counts, label_difficulty, label_tasks
-from .generate import GenerationStats, generate_sft_examples, generator_version, to_sft_example, verify_tasks
+from .generate import (GenerationStats, family_weights, generate_sft_examples, generator_version, to_sft_example,
+                       verify_tasks, weights_matching_nothing)
 from .kernelbook import KernelBookLoad, load_kernelbook
 from .records import DifficultyRecord, SFTExample, read_sft_examples, write_jsonl
 from .split import Split, leaked_family, make_split
@@ -86,7 +88,7 @@ def data_settings(cfg: RunConfig, tasks: list[Task] | None = None) -> dict[str, 
             "n_sft_examples": cfg.data.n_sft_examples, "heldout_fraction": cfg.data.heldout_fraction,
             "heldout_in_family": cfg.data.heldout_in_family,
             "heldout_family_levels": sorted(set(cfg.data.heldout_family_levels)),
-            "sft_family_weights": list(cfg.data.sft_family_weights),
+            "sft_family_weights": sorted(str(e).replace(" ", "") for e in cfg.data.sft_family_weights),
             "kernelbook_source": cfg.data.kernelbook_source, "kernelbook_verify": kb_verify,
             "kernelbook_max_rows": kb_rows, "generator": generator_version(),
             "verify": {"policy": v.policy, "atol": v.atol, "rtol": v.rtol, "half_atol": v.half_atol,
@@ -171,6 +173,14 @@ def build_data(cfg: RunConfig, paths: RunPaths, *, force: bool = False, progress
     settings = data_settings(cfg, tasks)  # taken before generating: it describes the code that makes the data
     split = make_split(cfg.seed, cfg.data.heldout_fraction, tasks, in_family=cfg.data.heldout_in_family,
                        levels=cfg.data.heldout_family_levels)
+    try:  # a bad name stops the stage here, before any verifier starts
+        family_weights(split.train_families, cfg.data.sft_family_weights)
+    except ValueError as e:
+        raise ConfigError(f"data.{e}; fix the entry (-p sft_family_weights=epilogue_chain:3,...)") from None
+    idle = weights_matching_nothing(split.train_families, cfg.data.sft_family_weights)
+    if idle:
+        messages.append(f"sft_family_weights: {', '.join(idle)} names no train family (held out by the split): "
+                        "it changes nothing")
     labels = label_tasks(tasks)
     kb_verify, kb_rows = kernelbook_options(cfg)
     kb = load_kernelbook(cfg.data.kernelbook_source, limit=kb_rows or None) if cfg.data.kernelbook_source else None
