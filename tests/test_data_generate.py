@@ -13,6 +13,8 @@ from tritonrl_lib.tasks.task import Task
 from tritonrl_lib.verify.extract import extract_code
 from tritonrl_lib.model.prompts import build_messages
 
+from verifier_fixtures import PassEverything
+
 FAMILIES = ["relu", "add", "softmax", "sum_dim", "gemm_bias_relu", "layer_norm_gelu"]
 
 
@@ -172,19 +174,8 @@ def test_a_weighted_family_gives_its_weight_in_candidates_every_round():
         [c.key for c in cands if c.task.op_family == "gemm_chain"][:3]
 
 
-class _PassEverything:
-    """A pool whose verdicts pass every candidate: what the generator keeps then is its own order alone."""
-
-    size = 2
-
-    def map(self, tasks, completions, progress=False):
-        from tritonrl_lib.verify.verdict import Verdict
-
-        return [Verdict(correct=True, reason="ok") for _ in tasks]
-
-
 def test_generate_sft_examples_gives_a_weighted_category_its_weight():
-    examples, stats = generate_sft_examples(["relu", "gemm_chain", "conv_chain"], 10, seed=0, pool=_PassEverything(),
+    examples, stats = generate_sft_examples(["relu", "gemm_chain", "conv_chain"], 10, seed=0, pool=PassEverything(),
                                             progress=False, weights=["epilogue_chain:3"])
     assert [e.op_family for e in examples] == ["relu"] + ["gemm_chain"] * 3 + ["conv_chain"] * 3 + ["relu"] \
         + ["gemm_chain"] * 2

@@ -91,13 +91,7 @@ def test_the_stage_generates_with_its_weights(run_dir):
     """One round of the generator over the 92 train families of Level-1-only holding out: each weighted family
     (the epilogue chains) gives three examples, every other one. The pool passes every candidate: the order is
     the stage's alone."""
-    from tritonrl_lib.verify.verdict import Verdict
-
-    class PassEverything:
-        size = 2
-
-        def map(self, tasks, completions, progress=False):
-            return [Verdict(correct=True, reason="ok") for _ in tasks]
+    from verifier_fixtures import PassEverything
 
     cfg = _cfg(run_dir, sft_family_weights="epilogue_chain:3", heldout_family_levels=[1], n_sft_examples=102)
     res = build_data(cfg, cfg.paths, progress=False, pool=PassEverything(), force=True)

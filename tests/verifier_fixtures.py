@@ -17,3 +17,14 @@ def task(name: str, level: int = 1) -> Task:
 def candidate(name: str) -> str:
     """tests/verifier_cases/candidates/<name>.py, the solution's source."""
     return (CASES / "candidates" / f"{name}.py").read_text()
+
+
+class PassEverything:
+    """A verifier pool whose verdicts pass every candidate: what a caller keeps then is its own order alone."""
+
+    size = 2
+
+    def map(self, tasks, completions, progress=False):
+        from tritonrl_lib.verify.verdict import Verdict
+
+        return [Verdict(correct=True, reason="ok") for _ in tasks]

@@ -404,11 +404,10 @@ def validate(cfg: RunConfig) -> None:
     if bad_levels:
         raise ConfigError(f"heldout_family_levels={cfg.data.heldout_family_levels}: levels are 1 and 2 "
                           "(e.g. -p 'heldout_family_levels=[1]'; [] holds no family out)")
-    for entry in cfg.data.sft_family_weights:
-        name, _, n = str(entry).partition(":")
-        if not name.strip() or not n.strip().isdigit() or int(n) < 1:
-            raise ConfigError(f"sft_family_weights entry {entry!r}: expected family_or_category:N with N >= 1, "
-                              "e.g. -p sft_family_weights=epilogue_chain:3,reduce_epilogue:3")
+    try:
+        family_weight_entries(cfg.data.sft_family_weights)
+    except ValueError as e:
+        raise ConfigError(f"{e}, e.g. -p sft_family_weights=epilogue_chain:3,reduce_epilogue:3") from None
     for name in ("curriculum_start_p", "curriculum_end_p", "curriculum_trigger", "heldout_fraction",
                  "timing_trim", "eval_fraction", "refine_discount"):
         path = _leaf_paths()[name]
@@ -417,6 +416,18 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(f"{name}={v} must lie between 0 and 1")
     if "/" in cfg.run_name or cfg.run_name in (".", ".."):
         raise ConfigError(f"run={cfg.run_name!r} must be a plain folder name (it goes under outputs/)")
+
+
+def family_weight_entries(entries: list[str]) -> list[tuple[str, int]]:
+    """`data.sft_family_weights` read: (family or category name, N) per "name:N" entry; ValueError naming the
+    first entry that is not a name and a whole number N >= 1 (which names exist is the data stage's to say)."""
+    out = []
+    for entry in entries:
+        name, _, n = str(entry).partition(":")
+        if not name.strip() or not n.strip().isdigit() or int(n) < 1:
+            raise ValueError(f"sft_family_weights entry {entry!r}: expected family_or_category:N with N >= 1")
+        out.append((name.strip(), int(n)))
+    return out
 
 
 # --------------------------------------------------------------------------- internals

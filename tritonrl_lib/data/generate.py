@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from ..core.config import family_weight_entries
 from ..model import prompts
 from ..model.prompts import format_completion, sft_record
 from ..tasks.families import FAMILIES, category_of
@@ -151,15 +152,11 @@ def family_weights(families: Sequence[str], entries: Sequence[str]) -> dict[str,
     categories = {cat: fams for cats in FAMILIES.values() for cat, fams in cats.items()}
     by_family: dict[str, int] = {}
     by_category: dict[str, int] = {}
-    for entry in entries:
-        name, _, n = str(entry).partition(":")
-        name = name.strip()
-        if not n.strip().isdigit() or int(n) < 1:
-            raise ValueError(f"sft_family_weights entry {entry!r}: expected family_or_category:N with N >= 1")
+    for name, n in family_weight_entries(entries):
         if name in categories:
-            by_category[name] = int(n)
+            by_category[name] = n
         elif name in {f for fams in categories.values() for f in fams}:
-            by_family[name] = int(n)
+            by_family[name] = n
         else:
             raise ValueError(f"sft_family_weights names {name!r}, neither an op family nor a category; categories: "
                              f"{', '.join(categories)} (tritonrl_lib/tasks/families.py lists their families)")
@@ -169,8 +166,8 @@ def family_weights(families: Sequence[str], entries: Sequence[str]) -> dict[str,
 def weights_matching_nothing(families: Sequence[str], entries: Sequence[str]) -> list[str]:
     """The entries (checked by family_weights) that name no family of `families`, themselves or by category:
     a weight on held-out families only, which changes nothing."""
-    cats = {category_of(f) for f in families}
-    return [e for e in entries if str(e).partition(":")[0].strip() not in set(families) | cats]
+    named = set(families) | {category_of(f) for f in families}
+    return [e for e, (name, _) in zip(entries, family_weight_entries(entries)) if name not in named]
 
 
 def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limit: int,
