@@ -16,6 +16,10 @@ the policy, the settings and `where` (the GPU's model and the pool's budget desc
 searched among the descriptions a pool writes (host GiB, GPUs or pools it is split over, workers
 sharing) unless given. Writes ROOT/eval/eval_<stage>.partial.json (the eval record's format) and prints
 the held-out KernelBench table and its per-category table.
+
+`--baselines FILE`: a file `tritonrl baselines` wrote on the machine the verdicts came from (e.g. with
+`--solved-in` there); its eager and torch.compile times are attached whatever machine scores here, and
+the record names the file and its machine (an evaluation run there would pick the file up itself).
 """
 
 from __future__ import annotations
@@ -167,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verifier-version", default="", help="VERIFIER_VERSION the verdicts were kept under "
                     "(part of their key; default: this checkout's)")
     ap.add_argument("-p", "--param", action="append", default=[], help="setting overrides, as the session had them")
+    ap.add_argument("--baselines", type=Path, default=None, metavar="FILE",
+                    help="eager / torch.compile times measured on the verdicts' machine (tritonrl baselines)")
     args = ap.parse_args(argv)
 
     import tritonrl_lib.eval.baselines as baselines  # the CUDA device name is read for baselines: none here
@@ -189,6 +195,14 @@ def main(argv: list[str] | None = None) -> int:
                                model_stage=args.stage,
                                model_path=str(folder), pool=kept, task_source="heldout", device="cuda",
                                progress=False, extra={"generation": data.get("generation", {})})
+    if args.baselines is not None:
+        try:
+            store = baselines.BaselineFile.load(args.baselines)
+        except baselines.BaselineError as e:
+            raise SystemExit(f"--baselines: {e}") from e
+        baselines.attach_to_record(record, tasks, store, None, resamples=cfg.eval.bootstrap_resamples)
+        print(f"baselines: {args.baselines} ({baselines.describe_machine(store.machine)}), torch.compile times of "
+              f"{record['baselines']['tasks_with_compile']} of {record['baselines']['tasks']} task(s)")
     # per sample (kept.unverified counts distinct answers: the same answer twice is verified once)
     record["unverified"] = dict(collections.Counter(r["id"] for r in record["detailed_results"] if not judged(r)))
     out = root / "eval" / f"eval_{args.stage}.partial.json"

@@ -239,3 +239,26 @@ def test_torch_compile_is_timed_after_compilation_on_the_cpu(tmp_path):
     assert comp["ms"] > 0 and comp["eager_paired_ms"] > 0 and comp["trials"] == 5
     # compilation takes seconds, one call of the compiled model far less: it was not in the timed trials
     assert comp["compile_s"] > 0.2 and comp["ms"] < 100 * entry["eager"]["ms"] + 5
+
+
+def test_solved_in_measures_only_the_tasks_a_record_answered_correctly(tmp_path, capsys):
+    """`--solved-in`: a task never answered correctly has no fast sample whatever its baseline, so only
+    the solved ones are timed; a record that is not an eval record stops the command with the fix."""
+    repo = checkout(tmp_path / "kb", {"1_Relu": RELU, "2_Scale": SCALE, "3_Broken": BROKEN})
+    rec = tmp_path / "eval_sft.json"
+    rec.write_text(json.dumps({"detailed_results": [
+        {"id": "kernelbench/L1/2_Scale", "correct": True}, {"id": "kernelbench/L1/2_Scale", "correct": False},
+        {"id": "kernelbench/L1/1_Relu", "correct": False}, {"id": "kernelbench/L2/9_Elsewhere", "correct": True}]}))
+    out = tmp_path / "b"
+    args = ["baselines", "--tasks", str(repo), "--device", "cpu", "--out", str(out), "--params", "smoke",
+            "--modes", "eager", "-p", "timing_warmup=1", "-p", "timing_trials=5", "--quiet"]
+    assert main([*args, "--solved-in", str(rec)]) == 0
+    printed = capsys.readouterr()
+    assert "1 of the 3 task(s) have a correct sample in 1 record(s); 1 solved task(s) are not among" in printed.err
+    store = B.BaselineFile.load(next(out.glob("*.json")))
+    assert [t.name for t in load_tasks(str(repo)) if store.entry(t)] == ["2_Scale"]
+
+    (tmp_path / "bad.json").write_text('{"metrics": {}}')
+    for bad in (tmp_path / "bad.json", tmp_path / "missing.json"):
+        assert main([*args, "--solved-in", str(bad)]) == 2
+        assert "not a readable eval record with detailed_results" in capsys.readouterr().err

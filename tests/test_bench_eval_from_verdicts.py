@@ -168,3 +168,40 @@ def test_main_scores_a_cut_pass_per_sample_with_finish_reasons(tmp_path, monkeyp
     assert all(r["stage"] == "static" and not r["correct"] for r in first)  # valid, not judged, counted wrong
     others = len(rows) - len(first)
     assert record["metrics"]["num_valid"] == 2 and record["metrics"]["num_loop"] == others // 2
+
+
+def test_baselines_measured_on_the_gpu_are_attached_here(tmp_path, monkeypatch, capsys):
+    """`--baselines FILE`: the times `tritonrl baselines` measured on the verdicts' machine reach the record
+    scored on this one (its own machine's file would never match), named with the machine they are of; a
+    task never solved needs none, so the torch.compile block counts every sample of this pass."""
+    from tritonrl_lib.eval import baselines as B
+    from tritonrl_lib.eval.heldout import load_eval_tasks
+    from tritonrl_lib.eval.record import fingerprint
+    from tritonrl_lib.eval.resume import partial_path, resume_dir, write_partial
+    from tritonrl_lib.eval.run import eval_sampling
+    from tritonrl_lib.rollout.results import Completion
+
+    cfg = load_config("cpu", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "base", "eval_tasks": "builtin"})
+    tasks = load_eval_tasks(cfg, cfg.paths)
+    answers = [[Completion(prompt_index=i, sample_index=0, text="no code", token_ids=[], num_tokens=3,
+                           prompt_tokens=2, finish_reason="eos", seconds=0.1)] for i in range(len(tasks))]
+    sampling = eval_sampling(cfg, 1)
+    fp = fingerprint(model_stage="sft", spec="model-of-sft", tasks=tasks, sampling=sampling, cfg=cfg, device="cpu")
+    write_partial(partial_path(resume_dir(tmp_path / "eval" / "eval_sft.json", fp)), fp, answers, {})
+    h200 = {"device": "cuda", "name": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "triton": "3.6.0"}
+    store = B.BaselineFile(tmp_path / "h200.json", h200)
+    store.record(tasks[0], {"eager": {"ms": 2.0}, "compile": {"ms": 1.0}}, {"warmup": 3, "trials": 10, "trim": 0.1}, 9.0)
+    store.save()
+    argv = [str(tmp_path), "--stage", "sft", "--profile", "cpu", "-p", "eval_tasks=builtin", "-p", "eval_k=1",
+            "--where", WHERE]
+    assert _script().main([*argv, "--baselines", str(store.path)]) == 0
+    assert "NVIDIA H200" in capsys.readouterr().out
+    record = json.loads((tmp_path / "eval" / "eval_sft.partial.json").read_text())
+    assert record["baselines"]["file"] == str(store.path) and record["baselines"]["machine"]["name"] == "NVIDIA H200"
+    assert [r["baseline_compile_ms"] for r in record["detailed_results"]][:2] == [1.0, None]
+    vc = record["metrics"]["vs_compile"]
+    assert vc["num_samples"] == len(tasks) and vc["fast_p"]["1.0"] == 0.0  # nothing solved: every sample counts
+
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(SystemExit, match="is not a baselines file"):
+        _script().main([*argv, "--baselines", str(tmp_path / "bad.json")])

@@ -262,6 +262,11 @@ def test_fast1_vs_compile_counts_only_problems_with_a_stored_baseline(checkout):
     table = KB.headline_table({"rl": {"detailed_results": rows}}, resamples=50)
     assert table[0]["fast_1 vs torch.compile % [95% CI]"].startswith("100.0")  # 2 of the 2 covered samples
     assert table[0]["fast_1 vs eager % [95% CI]"].startswith("75.0")  # 3 of 4: every sample has eager timing
+    # a problem never solved needs no baseline: its samples count, none fast (2 of 4)
+    c = [i for i in split.heldout_ids if "/L1/" in i][2]
+    unsolved = rows + [_row(c, 1, False, compile_ms=None), _row(c, 1, False, compile_ms=None)]
+    assert KB.headline_table({"rl": {"detailed_results": unsolved}}, resamples=50)[0][
+        "fast_1 vs torch.compile % [95% CI]"].startswith("50.0")
     # no baseline anywhere: not measured, never 0
     bare = [{**r, "baseline_compile_ms": None, "speedup_vs_compile": None} for r in rows]
     assert KB.headline_table({"rl": {"detailed_results": bare}}, resamples=50)[0][

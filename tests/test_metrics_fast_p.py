@@ -96,3 +96,24 @@ def test_fast_p_table_rows_per_reference():
     (r,) = M.fast_p_table({"sft": old})
     assert (r["fast_0"], r["fast_1.0"], r["fast_1.5"], r["fast_2.0"]) == (50.0, 25.0, None, 0.0)
     assert not math.isnan(r["geomean_speedup"])
+
+
+def test_a_task_never_solved_needs_no_baseline_a_solved_one_without_it_is_left_out():
+    """fast_p against torch.compile over all samples: a wrong sample is never fast, whatever the baseline,
+    so measuring the solved tasks alone (`tritonrl baselines --solved-in`) counts every sample; a solved
+    task without a baseline is the only unknown, and it is left out."""
+    rows = []
+    for r in ROWS:  # compile times for task a only (solved); b solved, no time; c solved, no time
+        r = dict(r)
+        if r["id"] == "a":
+            r["baseline_compile_ms"] = 1.0
+            r["speedup_vs_compile"] = {2.5: 1.1, 1.2: 0.9}.get(r["speedup"])
+        rows.append(r)
+    rows += [row("d", 2, False), row("d", 2, False)]  # never solved, never measured
+    assert {r["id"] for r in M.baseline_rows(rows, "vs_compile")} == {"a", "d"}
+    vc = M.compute_metrics(rows, k=1)["vs_compile"]
+    # a's 3 samples (1.1x, 0.9x, wrong) and d's 2 wrong ones: 1 fast of 5
+    assert vc["fast_p"]["1.0"] == 20.0 and (vc["num_samples"], vc["num_tasks"], vc["num_tasks_without"]) == (5, 2, 2)
+    # Level 2 alone has no compile time anywhere (c solved, d not): not measured, never 0
+    assert M.compute_metrics(rows, k=1)["by_level"]["2"]["vs_compile"] is None
+    assert M.baseline_rows([row("d", 2, False)], "vs_compile") == []

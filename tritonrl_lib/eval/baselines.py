@@ -385,10 +385,12 @@ def attach_to_record(record: dict[str, Any], tasks: Sequence[Task], store: Basel
     else:
         record["baselines"] = {"file": None, "note": note}
     notes = [n for n in record.get("notes", []) if not n.startswith(NOTE_PREFIX)]
+    solved_without = {r["id"] for r in rows if r.get("correct") and r.get(ROW_MS["compile"]) is None}
     if store is not None and info["tasks_with_compile"] < record["baselines"]["tasks"]:
         missing = record["baselines"]["tasks"] - info["tasks_with_compile"]
         notes.append(f"{NOTE_PREFIX}{missing} task(s) have no torch.compile time in {store.path} (not measured, or "
-                     "it failed there): vs_compile counts the others only")
+                     f"it failed there): vs_compile leaves out the {len(solved_without)} of them with a correct sample "
+                     "and counts the others' samples as not fast (none is correct)")
     elif store is None and note:
         notes.append(note)
     after = json.dumps([[r.get(f) for f in (*ROW_MS.values(), *ROW_SPEEDUP.values())] for r in rows])

@@ -3,7 +3,9 @@
     tritonrl baselines --tasks PATH [--modes eager,compile] [--out DIR] [--device cuda|cpu] [--timeout-s N]
 
 PATH: a KernelBench checkout (or one of its levelN/ folders), `builtin`, `heldout`, a parquet/jsonl
-file or a hub name, as `tritonrl eval --tasks` takes it. The file goes to DIR (default
+file or a hub name, as `tritonrl eval --tasks` takes it. `--solved-in RECORD` (repeatable) keeps the
+tasks some eval record answered correctly: the only ones whose times change a fast_p (a task never
+solved has no fast sample whatever its baseline, eval/metrics.baseline_rows), at a fraction of the cost. The file goes to DIR (default
 `<outputs_dir>/baselines/`, where `tritonrl eval` looks), named after this machine; a rerun measures
 only what is missing. Timing uses the verifier's settings (timing_warmup, timing_trials,
 timing_trim; change them with -p). Exit status: 0 done (tasks whose reference failed are recorded
@@ -13,6 +15,7 @@ as such), 2 bad input or no GPU without --device cpu.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -41,6 +44,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="time limit per task, compile included (default 600)")
     p.add_argument("--num_tasks", "--num-tasks", type=int, default=0, metavar="N",
                    help="at most N tasks, chosen as the evaluation chooses them (0 = all, the default)")
+    p.add_argument("--solved-in", "--solved_in", dest="solved_in", action="append", default=[], metavar="RECORD",
+                   help="an eval record (JSON): measure only the tasks it has a correct sample of (repeatable: any)")
     p.add_argument("--force", action="store_true", help="measure every task again, even those in the file")
     p.add_argument("--params", default="auto", metavar="PROFILE", help="a profile in params/ or a YAML file")
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
@@ -75,6 +80,20 @@ def format_rows(rows: list[dict]) -> str:
                                + [row[-1]]).rstrip() for row in table)
 
 
+def solved_ids(records: list[str]) -> set[str]:
+    """The task ids with a correct sample in any of these eval records (their `detailed_results`)."""
+    ids: set[str] = set()
+    for name in records:
+        path = Path(name).expanduser()
+        try:
+            rows = json.loads(path.read_text())["detailed_results"]
+            ids |= {str(r["id"]) for r in rows if r.get("correct")}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise EvalError(f"--solved-in {name}: not a readable eval record with detailed_results "
+                            f"({type(e).__name__}: {e}); give an eval JSON that tritonrl eval wrote") from e
+    return ids
+
+
 def run(args: argparse.Namespace) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     cfg = load_config(args.params, overrides=parse_cli_overrides(args.param))
@@ -87,6 +106,14 @@ def run(args: argparse.Namespace) -> int:
         check_device(args.device)
         tasks = load_eval_tasks(cfg, source=args.tasks, num_tasks=args.num_tasks)
         log = lambda s: print(s, file=sys.stderr)  # noqa: E731
+        if args.solved_in:
+            solved = solved_ids(args.solved_in)
+            kept = [t for t in tasks if t.id in solved]
+            log(f"--solved-in: {len(kept)} of the {len(tasks)} task(s) have a correct sample in "
+                f"{len(args.solved_in)} record(s)" + (f"; {len(solved - {t.id for t in tasks})} solved task(s) are "
+                                                      f"not among {args.tasks!r}" if solved - {t.id for t in tasks}
+                                                      else ""))
+            tasks = kept
         log(f"baselines of {len(tasks)} task(s) from {args.tasks!r} on {args.device}, modes {','.join(modes)}; "
             f"{timing['trials']} trials after {timing['warmup']} warm-up, {timeout_s:g} s per task at most")
         store, counts = measure_baselines(tasks, modes=modes, device=args.device, out_dir=out_dir, timing=timing,

@@ -14,7 +14,9 @@ A *sample* is one verified completion: a row of `detailed_results` in an eval re
                    correct rate, fast_p["1.0"] == fast1_rate, fast_p["2.0"] == fast2_rate
     vs_eager_baseline, vs_compile  the same fast_p and geometric mean against this machine's measured
                    reference times (baselines.py: eager PyTorch, and `torch.compile`) instead of the
-                   verifier's own paired eager timing; over the samples whose task has that baseline;
+                   verifier's own paired eager timing; over the samples whose task has that baseline
+                   and those of tasks with no correct sample (never fast, whatever the baseline: so
+                   measuring the solved tasks alone gives fast_p over all samples, `baseline_rows`);
                    None where no baseline was attached
     pass_at_1, pass_at_k  the unbiased pass@k estimator (Chen et al. 2021) per task, averaged
                           over tasks, in percent
@@ -210,10 +212,23 @@ def fast_p(rows: Sequence[Mapping[str, Any]], speedup_key: str = "speedup",
     return out
 
 
+def baseline_rows(rows: Sequence[Mapping[str, Any]], block: str) -> list[Mapping[str, Any]]:
+    """The rows fast_p against a stored baseline (`block`) is counted over: those whose task has the
+    baseline, and every row of a task none of whose rows is correct (no baseline can make a wrong
+    sample fast). Left out: the tasks with a correct sample and no baseline, whose speed against it
+    is unknown. Empty when no row has the baseline at all (not measured)."""
+    ms = BASELINE_MS[block]
+    if not any(r.get(ms) is not None for r in rows):
+        return []
+    unknown = {r["id"] for r in rows if r["correct"] and r.get(ms) is None}
+    return [r for r in rows if r["id"] not in unknown]
+
+
 def baseline_block(rows: Sequence[Mapping[str, Any]], block: str) -> dict[str, Any] | None:
     """fast_p and the geometric-mean speedup against one stored baseline (`block`: vs_eager_baseline or
-    vs_compile), over the rows whose task has that baseline; None when no row has it (never zeros)."""
-    covered = [r for r in rows if r.get(BASELINE_MS[block]) is not None]
+    vs_compile), over `baseline_rows`; None when no row has that baseline (never zeros).
+    `num_tasks_without`: the tasks left out (a correct sample, no baseline)."""
+    covered = baseline_rows(rows, block)
     if not covered:
         return None
     key = BASELINE_BLOCKS[block]

@@ -46,12 +46,12 @@ def _with_ci(rows: Sequence[Mapping[str, Any]], key: str, resamples: int, hit) -
 
 def _fast1(rows: Sequence[Mapping[str, Any]], resamples: int, block: str | None = None) -> str:
     """fast_1 as eval/metrics counts it: against the verifier's eager timing (block None), or against a
-    stored baseline (`block`, e.g. "vs_compile") over the samples whose problem has that baseline only
-    (a problem without one is not a slow sample; metrics.baseline_block). 0 when nothing is correct;
-    n/a where nothing could be compared (correct samples untimed, no baseline stored)."""
+    stored baseline (`block`, e.g. "vs_compile") over `metrics.baseline_rows`: the problems with that
+    baseline and those never solved (a problem solved without one is left out, not counted slow). 0 when
+    nothing is correct; n/a where nothing could be compared (correct samples untimed, no baseline stored)."""
     if block is not None:
         speed = M.BASELINE_BLOCKS[block]
-        rows = [{**r, "speedup": r.get(speed)} for r in rows if r.get(M.BASELINE_MS[block]) is not None]
+        rows = [{**r, "speedup": r.get(speed)} for r in M.baseline_rows(rows, block)]
     if any(r["correct"] for r in rows) and not any(r["correct"] and r.get("speedup") is not None for r in rows):
         return "n/a"
     return _with_ci(rows, "fast1_rate", resamples, lambda r: M.is_fast(r, 1.0))
