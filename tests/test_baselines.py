@@ -262,3 +262,60 @@ def test_solved_in_measures_only_the_tasks_a_record_answered_correctly(tmp_path,
     for bad in (tmp_path / "bad.json", tmp_path / "missing.json"):
         assert main([*args, "--solved-in", str(bad)]) == 2
         assert "not a readable eval record with detailed_results" in capsys.readouterr().err
+
+
+def test_the_evaluation_times_the_tasks_it_solved_and_attaches_them(tmp_path, monkeypatch):
+    """eval.baselines_measure=solved: after the evaluation, the solved tasks alone are timed into
+    eval.baselines' folder and every record gets them (rewritten on disk). Timed on the CPU here, eager
+    only (no C++ compiler: compile is recorded as skipped), through the evaluation's own wiring."""
+    from tritonrl_lib.core.config import load_config
+    from tritonrl_lib.eval import run as R
+    from tritonrl_lib.eval.record import EvalSampling, build_record, read_record, write_record
+    from tritonrl_lib.verify.verdict import Verdict
+
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
+    relu, scale, broken = load_tasks(str(checkout(tmp_path / "kb", {"1_Relu": RELU, "2_Scale": SCALE,
+                                                                    "3_Broken": BROKEN})))
+    right = Verdict(stage="timing", correct=True, reason="ok", kernel_time_ms=0.5, ref_time_ms=1.0, speedup=2.0)
+    wrong = Verdict(stage="tiny", correct=False, reason="mismatch:tiny")
+    tasks = [relu, scale, broken]
+    cfg = load_config("smoke", overrides={"outputs_dir": str(tmp_path / "runs"), "run": "b",
+                                          "baselines_measure": "solved", "timing_warmup": 1, "timing_trials": 5})
+    results = []
+    for stage, verdicts in (("sft", [right, wrong, wrong]), ("rl", [wrong, wrong, wrong])):
+        rec = build_record(model_stage=stage, model_path=stage, tasks=tasks, completions=[["x"]] * 3,
+                           verdicts=verdicts, sampling=EvalSampling(1, 0.2, 0.95, 64, 8, 0), task_source="kernelbench")
+        path = tmp_path / f"eval_{stage}.json"
+        write_record(path, rec)
+        results.append(R.ModelEval(stage, "evaluated", path, rec))
+    real = R.measure_for_solved
+    monkeypatch.setattr(R, "resolve_device", lambda device: "cuda")  # the evaluation's GPU...
+    monkeypatch.setattr(R, "measure_for_solved", lambda *a, **k: real(*a, **{**k, "device": "cpu"}))  # ...timed here
+    said = []
+    R._time_solved_tasks(cfg, tasks, results, False, said.append)
+    store = B.BaselineFile.load(next(B.default_dir(tmp_path / "runs").glob("*.json")))
+    assert [t.name for t in tasks if store.entry(t)] == ["1_Relu"]  # solved by sft; the others never solved
+    assert any("for the 1 task(s) answered correctly" in s for s in said)
+    for stage in ("sft", "rl"):
+        on_disk = read_record(tmp_path / f"eval_{stage}.json")
+        assert on_disk["detailed_results"][0]["baseline_eager_ms"] == pytest.approx(store.ms(relu, "eager"))
+        assert on_disk["baselines"]["file"] == str(store.path)
+    sft = read_record(tmp_path / "eval_sft.json")
+    assert sft["detailed_results"][0]["speedup_vs_eager_baseline"] == pytest.approx(store.ms(relu, "eager") / 0.5)
+    # every sample counts against the stored eager times: the unsolved tasks' as not fast
+    assert sft["metrics"]["vs_eager_baseline"]["num_samples"] == 3
+
+    # off, or one file named: nothing measured, said; nothing solved: nothing needed
+    for setting in ("off", str(store.path)):
+        said.clear()
+        assert B.measure_for_solved([sft], tasks, setting=setting, outputs_dir=tmp_path, device="cpu",
+                                    timing=TIMING, progress=False, log=said.append) is None
+        assert "nothing measured" in said[0]
+    assert B.measure_for_solved([read_record(tmp_path / "eval_rl.json")], tasks, setting="auto", outputs_dir=tmp_path,
+                                device="cpu", timing=TIMING, progress=False, log=said.append) is None
+    assert "no task answered correctly" in said[-1]
+    # without a GPU the evaluation does not time them at all
+    monkeypatch.setattr(R, "resolve_device", lambda device: "cpu")
+    said.clear()
+    R._time_solved_tasks(cfg, tasks, results, False, said.append)
+    assert "times on a GPU only" in said[0]

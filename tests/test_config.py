@@ -145,6 +145,8 @@ def test_choices_and_ranges_are_checked():
         load_config("smoke", overrides={"curriculum_start_p": 1.5})
     with pytest.raises(ConfigError, match="choose one"):
         load_config("smoke", overrides={"load_in_8bit": True, "load_in_4bit": True})
+    with pytest.raises(ConfigError, match="eval.baselines_measure='all' is not one of off, solved"):
+        load_config("smoke", overrides={"baselines_measure": "all"})
 
 
 def test_unknown_profile_suggests(tmp_path):

@@ -187,6 +187,8 @@ class EvalConfig:
     bootstrap_resamples: int = 2000  # 95% intervals: resamples of the tasks (0 = no intervals)
     baselines: str = "auto"  # this machine's eager / torch.compile reference times (`tritonrl baselines`): auto
     # (<outputs_dir>/baselines/) | off | a folder or a file; correct timed samples get their speedup over both
+    baselines_measure: str = "off"  # off | solved: after the evaluation, on a GPU, time the tasks some stage answered
+    # correctly (the only ones whose times change a fast_p) into eval.baselines' folder, and attach them
 
 
 @dataclass
@@ -350,6 +352,7 @@ def validate(cfg: RunConfig) -> None:
         ("verify", "compile_check"): ("auto", "frontend", "full", "off"),
         ("verify", "prestart_child"): ("auto", "on", "off"),
         ("verify", "prescreen"): ("auto", "on", "off"),
+        ("eval", "baselines_measure"): ("off", "solved"),
         ("device",): ("auto", "cpu", "cuda"),
     }
     for path, allowed in choices.items():

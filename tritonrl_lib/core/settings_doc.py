@@ -134,4 +134,6 @@ DESCRIPTIONS: dict[str, str] = {
     "bootstrap_resamples": "95% intervals of the rates: task resamples (0: no intervals)",
     "baselines": "this machine's eager and torch.compile reference times (`tritonrl baselines`) that speedups are "
                  "also measured against: auto (<outputs_dir>/baselines) | off | a folder | a file",
+    "baselines_measure": "off | solved: after the evaluation, on a GPU, time eager and torch.compile for the tasks a "
+                         "stage answered correctly (all a fast_p needs) into eval.baselines' folder",
 }

@@ -33,7 +33,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import metrics as M
 from ..core.config import ConfigError
@@ -317,6 +317,40 @@ def summary_rows(store: BaselineFile, tasks: Sequence[Task]) -> list[dict[str, A
                      "compile_s": (entry.get("compile") or {}).get("compile_s"),
                      "problem": "; ".join(problems)[:160]})
     return rows
+
+
+def timing_settings(verify_cfg: Any) -> dict[str, Any]:
+    """The verifier's timing settings (warm-up, trials, trim), which baselines are timed with."""
+    return {"warmup": verify_cfg.timing_warmup, "trials": verify_cfg.timing_trials, "trim": verify_cfg.timing_trim}
+
+
+def solved_task_ids(records: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The tasks with a correct sample in any of these eval records: the only ones whose baseline changes a
+    fast_p (a task never answered correctly has no fast sample whatever its times; metrics.baseline_rows)."""
+    return {str(r["id"]) for rec in records for r in rec.get("detailed_results") or [] if r.get("correct")}
+
+
+def measure_for_solved(records: Sequence[Mapping[str, Any]], tasks: Sequence[Task], *, setting: str,
+                       outputs_dir: str | Path, device: str, timing: Mapping[str, Any], progress: bool = True,
+                       log: Callable[[str], None] = print) -> BaselineFile | None:
+    """eval.baselines_measure=solved: time the `tasks` that some record answered correctly into the folder
+    eval.baselines (`setting`) names, as `tritonrl baselines --solved-in` would; the file, or None (said
+    in `log`) where nothing is measured: baselines off or named as one file, nothing solved."""
+    setting = (setting or "auto").strip()
+    folder = default_dir(outputs_dir) if setting == "auto" else Path(setting).expanduser()
+    if setting == "off" or folder.is_file():
+        log(f"baselines: eval.baselines={setting} is {'off' if setting == 'off' else 'one file'}: nothing measured "
+            "(give it a folder, or auto, to have the solved tasks timed into it)")
+        return None
+    solved = solved_task_ids(records)
+    todo = [t for t in tasks if t.id in solved]
+    if not todo:
+        log("baselines: no task answered correctly: no eager or torch.compile time is needed")
+        return None
+    log(f"baselines: timing eager and torch.compile for the {len(todo)} task(s) answered correctly, into {folder}")
+    store, counts = measure_baselines(todo, device=device, out_dir=folder, timing=timing, progress=progress, log=log)
+    log(f"baselines: {counts['measured']} measured now, {counts['reused']} already in {store.path}")
+    return store
 
 
 # --------------------------------------------------------------------------- the evaluation's side

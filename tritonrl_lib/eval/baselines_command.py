@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from .baselines import (DEFAULT_TIMEOUT_S, BaselineError, check_device, default_dir, measure_baselines,
-                        summary_rows)
+                        solved_task_ids, summary_rows, timing_settings)
 from ..core.config import load_config, parse_cli_overrides
 from ..tasks.loaders import TaskSourceError
 from .errors import EvalError
@@ -80,18 +80,19 @@ def format_rows(rows: list[dict]) -> str:
                                + [row[-1]]).rstrip() for row in table)
 
 
-def solved_ids(records: list[str]) -> set[str]:
-    """The task ids with a correct sample in any of these eval records (their `detailed_results`)."""
-    ids: set[str] = set()
-    for name in records:
-        path = Path(name).expanduser()
+def read_records(names: list[str]) -> list[dict]:
+    """The eval records named by --solved-in, each checked to hold per-sample results."""
+    out = []
+    for name in names:
         try:
-            rows = json.loads(path.read_text())["detailed_results"]
-            ids |= {str(r["id"]) for r in rows if r.get("correct")}
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            rec = json.loads(Path(name).expanduser().read_text())
+            if not isinstance(rec.get("detailed_results"), list):
+                raise KeyError("detailed_results")
+        except (OSError, ValueError, KeyError, AttributeError) as e:
             raise EvalError(f"--solved-in {name}: not a readable eval record with detailed_results "
                             f"({type(e).__name__}: {e}); give an eval JSON that tritonrl eval wrote") from e
-    return ids
+        out.append(rec)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,13 +102,13 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = float(args.timeout_s) if args.timeout_s is not None else DEFAULT_TIMEOUT_S
     if timeout_s <= 0:
         return _bad(f"--timeout-s {args.timeout_s}: give a positive number of seconds")
-    timing = {"warmup": cfg.verify.timing_warmup, "trials": cfg.verify.timing_trials, "trim": cfg.verify.timing_trim}
+    timing = timing_settings(cfg.verify)
     try:
         check_device(args.device)
         tasks = load_eval_tasks(cfg, source=args.tasks, num_tasks=args.num_tasks)
         log = lambda s: print(s, file=sys.stderr)  # noqa: E731
         if args.solved_in:
-            solved = solved_ids(args.solved_in)
+            solved = solved_task_ids(read_records(args.solved_in))
             kept = [t for t in tasks if t.id in solved]
             log(f"--solved-in: {len(kept)} of the {len(tasks)} task(s) have a correct sample in "
                 f"{len(args.solved_in)} record(s)" + (f"; {len(solved - {t.id for t in tasks})} solved task(s) are "

@@ -49,7 +49,8 @@ from ..rollout import Rollout, task_prompts
 from ..tasks.task import Task
 from ..verify.batch import VerifyStats, dedupe_key, verify_unique
 from ..verify.cache import VerdictCache
-from .baselines import NOTE_PREFIX, BaselineError, attach_to_record, baselines_for_eval
+from .baselines import (NOTE_PREFIX, BaselineError, attach_to_record, baselines_for_eval, measure_for_solved,
+                        timing_settings)
 from .heldout import load_eval_tasks
 from .identity import MODEL_STAGES, MissingCheckpoint, model_of, weights_identity
 from .record import (EvalSampling, attach_comparison, build_record, device_description, eval_sampling, fingerprint,
@@ -515,7 +516,32 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
     finally:
         lazy.close()
     results.sort(key=lambda r: model_stages.index(r.model_stage))
+    if cfg.eval.baselines_measure == "solved":
+        _time_solved_tasks(cfg, tasks, results, progress, log)
     attach_comparison({s.model_stage: (s.record, s.path) for s in results
                        if s.record is not None and s.path is not None},
                       paths.eval_comparison, cfg.eval.bootstrap_resamples)
     return EvalRunResult(results)
+
+
+def _time_solved_tasks(cfg: RunConfig, tasks: Sequence[Task], results: Sequence[ModelEval], progress: bool,
+                       log: Callable[[str], None]) -> None:
+    """eval.baselines_measure=solved: eager and torch.compile times of the tasks some stage solved, attached to
+    every record (each rewritten where that changed it), so its fast_p against torch.compile is known."""
+    device = resolve_device(cfg.device)
+    if device != "cuda":  # no sample is timed without a GPU: no speedup could be set against these times
+        log("baselines: eval.baselines_measure=solved times on a GPU only; none here, nothing measured")
+        return
+    done = [r for r in results if r.record is not None]
+    try:
+        store = measure_for_solved([r.record for r in done], tasks, setting=cfg.eval.baselines,
+                                   outputs_dir=cfg.outputs_dir, device=device,
+                                   timing=timing_settings(cfg.verify), progress=progress, log=log)
+    except BaselineError as e:  # e.g. the folder's file is another machine's: the evaluation stands without them
+        log(f"baselines: not measured: {e}")
+        return
+    if store is None:
+        return
+    for r in done:
+        if attach_to_record(r.record, tasks, store, None, cfg.eval.bootstrap_resamples) and r.path is not None:
+            write_record(r.path, r.record)
