@@ -17,9 +17,9 @@ searched among the descriptions a pool writes (host GiB, GPUs or pools it is spl
 sharing) unless given. Writes ROOT/eval/eval_<stage>.partial.json (the eval record's format) and prints
 the held-out KernelBench table and its per-category table.
 
-`--baselines FILE`: a file `tritonrl baselines` wrote on the machine the verdicts came from (e.g. with
-`--solved-in` there); its eager and torch.compile times are attached whatever machine scores here, and
-the record names the file and its machine (an evaluation run there would pick the file up itself).
+`--baselines FILE`: a file `tritonrl baselines` wrote on the GPU the verdicts came from (e.g. with
+`--solved-in` there; a file of another machine is refused); its eager and torch.compile times are
+attached whatever machine scores here, and the record names the file and its machine.
 """
 
 from __future__ import annotations
@@ -200,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
             store = baselines.BaselineFile.load(args.baselines)
         except baselines.BaselineError as e:
             raise SystemExit(f"--baselines: {e}") from e
+        gpus = {w.split(";")[0].removeprefix("cuda:") for w in ([args.where] if args.where else kept.wheres)}
+        if store.machine.get("device") != "cuda" or store.machine.get("name") not in gpus:
+            raise SystemExit(f"--baselines {args.baselines}: times of {baselines.describe_machine(store.machine)}, "
+                             f"while these verdicts came from {', '.join(sorted(gpus))}: speedups would mix machines; "
+                             "give the file `tritonrl baselines` wrote on the verdicts' GPU")
         baselines.attach_to_record(record, tasks, store, None, resamples=cfg.eval.bootstrap_resamples)
         print(f"baselines: {args.baselines} ({baselines.describe_machine(store.machine)}), torch.compile times of "
               f"{record['baselines']['tasks_with_compile']} of {record['baselines']['tasks']} task(s)")

@@ -221,7 +221,7 @@ class Session:
 
     def eval(self):
         from tritonrl_lib.model import load as models_io
-        from tritonrl_lib.eval.run import LazyPool, ModelToEval, evaluate_models
+        from tritonrl_lib.eval.run import LazyPool, ModelToEval, evaluate_models, time_solved_tasks
         from tritonrl_lib.eval.record import attach_comparison
         from tritonrl_lib.eval.heldout import load_eval_tasks
 
@@ -255,6 +255,8 @@ class Session:
                                     log=self.say)  # bars in the call's log: a slow stage shows where
         finally:
             pool.close()
+        if self.base_cfg.eval.baselines_measure == "solved":  # the solved problems' torch.compile times, attached
+            time_solved_tasks(self.base_cfg, tasks, evals, True, self.say)
         records = {e.model_stage: e.record for e in evals if e.record is not None}
         attach_comparison({st: (rec, out_dir / f"eval_{st}.json") for st, rec in records.items()},
                           out_dir / "comparison.json", self.base_cfg.eval.bootstrap_resamples)

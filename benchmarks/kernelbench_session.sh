@@ -31,8 +31,9 @@
 #                                                        # (until the last step started, eval or verify, is done);
 #                                                        # at once, status 3, on a machine no plan started on
 #   bash benchmarks/kernelbench_session.sh ship R        # SFT's adapter of R in parts again (ship_sft), for the next pack
-#   (R/baselines/, e.g. `python -m tritonrl_lib.cli baselines --tasks KB --solved-in REC.json --out R/baselines`,
-#    the eager and torch.compile times of the problems a record solved, comes back with every pack)
+#   (R/runs/baselines/, where the evaluation looks and eval.baselines_measure=solved writes, e.g. `python -m
+#    tritonrl_lib.cli baselines --tasks KB --solved-in REC.json --out R/runs/baselines`: the eager and
+#    torch.compile times of the problems a record solved, comes back with every pack)
 #   bash benchmarks/kernelbench_session.sh verify R KB   # on a second machine without the weights: go on verifying
 #                                                        # R's kept completions (benchmarks/verify_kept.py); FIRST
 #                                                        # (e.g. kernelbench/L2/): those tasks queued first
@@ -225,7 +226,7 @@ pack() {  # logs always; the session folder's small files where it is
   if [ -n "$R" ] && [ -d "$R" ]; then
     # best-of-N's rounds: each candidate's verdict and its phases (where a round's time went), no weights
     small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs \
-        runs/*/checkpoints/rl/rounds/*/samples.jsonl runs/*/checkpoints/rl/rounds/*/round.json baselines 2>/dev/null))
+        runs/*/checkpoints/rl/rounds/*/samples.jsonl runs/*/checkpoints/rl/rounds/*/round.json runs/baselines 2>/dev/null))
   fi
   if [ -d "$SHIP" ] && [ ! -f "$SHIP/.taken" ]; then  # SFT's adapter, once (ship_sft)
     cp "$SHIP"/sft.tar.part-* "$OUT/" && touch "$SHIP/.taken"

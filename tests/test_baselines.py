@@ -258,6 +258,13 @@ def test_solved_in_measures_only_the_tasks_a_record_answered_correctly(tmp_path,
     store = B.BaselineFile.load(next(out.glob("*.json")))
     assert [t.name for t in load_tasks(str(repo)) if store.entry(t)] == ["2_Scale"]
 
+    # nothing solved: nothing to time, and no file claimed
+    none = tmp_path / "none.json"
+    none.write_text(json.dumps({"detailed_results": [{"id": "kernelbench/L1/2_Scale", "correct": False}]}))
+    assert main([*args, "--out", str(tmp_path / "b2"), "--solved-in", str(none)]) == 0
+    assert "no task has a correct sample in these records: nothing to measure" in capsys.readouterr().out
+    assert not (tmp_path / "b2").exists()
+
     (tmp_path / "bad.json").write_text('{"metrics": {}}')
     for bad in (tmp_path / "bad.json", tmp_path / "missing.json"):
         assert main([*args, "--solved-in", str(bad)]) == 2
@@ -292,10 +299,11 @@ def test_the_evaluation_times_the_tasks_it_solved_and_attaches_them(tmp_path, mo
     monkeypatch.setattr(R, "resolve_device", lambda device: "cuda")  # the evaluation's GPU...
     monkeypatch.setattr(R, "measure_for_solved", lambda *a, **k: real(*a, **{**k, "device": "cpu"}))  # ...timed here
     said = []
-    R._time_solved_tasks(cfg, tasks, results, False, said.append)
+    R.time_solved_tasks(cfg, tasks, results, False, said.append)
     store = B.BaselineFile.load(next(B.default_dir(tmp_path / "runs").glob("*.json")))
     assert [t.name for t in tasks if store.entry(t)] == ["1_Relu"]  # solved by sft; the others never solved
     assert any("for the 1 task(s) answered correctly" in s for s in said)
+    assert store.entry(relu)["timing"] == {"warmup": 1, "trials": 5, "trim": cfg.verify.timing_trim}  # the run's
     for stage in ("sft", "rl"):
         on_disk = read_record(tmp_path / f"eval_{stage}.json")
         assert on_disk["detailed_results"][0]["baseline_eager_ms"] == pytest.approx(store.ms(relu, "eager"))
@@ -314,8 +322,29 @@ def test_the_evaluation_times_the_tasks_it_solved_and_attaches_them(tmp_path, mo
     assert B.measure_for_solved([read_record(tmp_path / "eval_rl.json")], tasks, setting="auto", outputs_dir=tmp_path,
                                 device="cpu", timing=TIMING, progress=False, log=said.append) is None
     assert "no task answered correctly" in said[-1]
+    # the folder holds another machine's file under this machine's name: said, the evaluation stands
+    other = B.BaselineFile(store.path, {**store.machine, "name": "another GPU"})
+    other.save()
+    said.clear()
+    R.time_solved_tasks(cfg, tasks, results, False, said.append)
+    assert any(s.startswith("baselines: not measured:") and "another GPU" in s for s in said)
     # without a GPU the evaluation does not time them at all
     monkeypatch.setattr(R, "resolve_device", lambda device: "cpu")
     said.clear()
-    R._time_solved_tasks(cfg, tasks, results, False, said.append)
+    R.time_solved_tasks(cfg, tasks, results, False, said.append)
     assert "times on a GPU only" in said[0]
+
+
+def test_two_processes_saving_one_file_lose_nothing(tmp_path):
+    """Two evaluations of one machine timing into the same folder at once (the four-GPU plan's two): each
+    save keeps what the other wrote since it read the file."""
+    relu, scale = load_tasks(str(checkout(tmp_path / "kb", {"1_Relu": RELU, "2_Scale": SCALE})))
+    machine = B.machine_identity("cpu")
+    path = tmp_path / B.file_name(machine)
+    first, second = B.BaselineFile.open(path, machine), B.BaselineFile.open(path, machine)  # both read it empty
+    first.record(relu, {"eager": {"ms": 1.0}}, TIMING, 0.1)
+    first.save()
+    second.record(scale, {"eager": {"ms": 2.0}}, TIMING, 0.1)
+    second.save()
+    on_disk = B.BaselineFile.load(path)
+    assert on_disk.ms(relu, "eager") == 1.0 and on_disk.ms(scale, "eager") == 2.0

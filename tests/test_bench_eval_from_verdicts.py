@@ -205,3 +205,7 @@ def test_baselines_measured_on_the_gpu_are_attached_here(tmp_path, monkeypatch, 
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(SystemExit, match="is not a baselines file"):
         _script().main([*argv, "--baselines", str(tmp_path / "bad.json")])
+    h100 = B.BaselineFile(tmp_path / "h100.json", {**h200, "name": "NVIDIA H100 80GB HBM3"})
+    h100.save()
+    with pytest.raises(SystemExit, match="while these verdicts came from NVIDIA H200: speedups would mix machines"):
+        _script().main([*argv, "--baselines", str(h100.path)])

@@ -315,3 +315,21 @@ def test_an_rl_adapter_identical_to_the_sft_one_reuses_its_record(run_dir, monke
     again = E.evaluate_model(cfg, str(paths.checkpoint("rl")), tasks, model_stage="rl", adapter=paths.checkpoint("rl"),
                              out=paths.eval_file("rl"), progress=False, log=quiet)
     assert again.status == "evaluated" and len(generated) == 2
+
+
+def test_the_evaluation_hands_its_records_to_the_solved_tasks_timing(run_dir, monkeypatch):
+    """eval.baselines_measure=solved: once every stage is judged, evaluate_run passes its records to the
+    timing of the solved tasks (eval/run.time_solved_tasks, tested with real timing in test_baselines.py);
+    off, it is never called."""
+    from tritonrl_lib.eval import run as R
+
+    seen = []
+    monkeypatch.setattr(R, "time_solved_tasks", lambda cfg, tasks, results, progress, log: seen.append(
+        (cfg.eval.baselines_measure, [t.id for t in tasks], {r.model_stage: r.record is not None for r in results})))
+    cfg = smoke(run_dir, baselines_measure="solved", eval_stages=["base"])
+    result = evaluate_run(cfg, cfg.paths.ensure(), progress=False, log=quiet)
+    assert seen == [("solved", json.loads(cfg.paths.eval_file("base").read_text())["task_ids"], {"base": True})]
+    assert result.evals[0].status == "evaluated"
+    seen.clear()
+    evaluate_run(smoke(run_dir, eval_stages=["base"]), cfg.paths, progress=False, log=quiet)
+    assert seen == []

@@ -267,6 +267,17 @@ def test_fast1_vs_compile_counts_only_problems_with_a_stored_baseline(checkout):
     unsolved = rows + [_row(c, 1, False, compile_ms=None), _row(c, 1, False, compile_ms=None)]
     assert KB.headline_table({"rl": {"detailed_results": unsolved}}, resamples=50)[0][
         "fast_1 vs torch.compile % [95% CI]"].startswith("50.0")
+    # stages side by side count the same problems: c solved by "sft" without a compile time is left out of
+    # "rl"'s column too (2 of 2 fast there, not 2 of 4)
+    solved_c = [_row(c, 1, True, 1.5, None, compile_ms=None), _row(c, 1, False, compile_ms=None)]
+    both = KB.headline_table({"sft": {"detailed_results": rows + solved_c},
+                              "rl": {"detailed_results": unsolved}}, resamples=50)
+    assert both[1]["stage"] == "rl" and both[1]["fast_1 vs torch.compile % [95% CI]"].startswith("100.0")
+    # a level with nothing solved and no time stored, in a record that has times: 0, not n/a
+    l2 = [i for i in split.heldout_ids if "/L2/" in i][0]
+    table = KB.headline_table({"rl": {"detailed_results": rows + [_row(l2, 2, False, compile_ms=None)]}},
+                              resamples=50)
+    assert table[1]["level"] == "L2" and table[1]["fast_1 vs torch.compile % [95% CI]"].startswith("0.0")
     # no baseline anywhere: not measured, never 0
     bare = [{**r, "baseline_compile_ms": None, "speedup_vs_compile": None} for r in rows]
     assert KB.headline_table({"rl": {"detailed_results": bare}}, resamples=50)[0][

@@ -114,6 +114,10 @@ def test_a_task_never_solved_needs_no_baseline_a_solved_one_without_it_is_left_o
     vc = M.compute_metrics(rows, k=1)["vs_compile"]
     # a's 3 samples (1.1x, 0.9x, wrong) and d's 2 wrong ones: 1 fast of 5
     assert vc["fast_p"]["1.0"] == 20.0 and (vc["num_samples"], vc["num_tasks"], vc["num_tasks_without"]) == (5, 2, 2)
-    # Level 2 alone has no compile time anywhere (c solved, d not): not measured, never 0
-    assert M.compute_metrics(rows, k=1)["by_level"]["2"]["vs_compile"] is None
-    assert M.baseline_rows([row("d", 2, False)], "vs_compile") == []
+    # Level 2 has no compile time (c solved, d never): c is left out, d's samples count, none fast; measured
+    # for the record, so 0, not "not measured", though no Level-2 task was timed
+    l2 = M.compute_metrics(rows, k=1)["by_level"]["2"]["vs_compile"]
+    assert l2["fast_p"]["1.0"] == 0.0 and (l2["num_samples"], l2["num_tasks_without"]) == (2, 1)
+    assert M.baseline_rows([row("d", 2, False)], "vs_compile") == []  # nothing measured anywhere
+    # a table of several stages leaves out, for each, the tasks any of them solved without a time
+    assert {r["id"] for r in M.baseline_rows(rows, "vs_compile", unknown={"b", "c", "d"})} == {"a"}

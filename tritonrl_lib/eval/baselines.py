@@ -160,6 +160,14 @@ class BaselineFile:
         return store
 
     def save(self) -> Path:
+        """Written whole (atomically), with the entries another process saved there since this one read the
+        file kept beside its own (two evaluations of one machine measuring at once lose nothing)."""
+        try:
+            on_disk = read_json(self.path, None) if self.path.is_file() else None
+        except (OSError, DamagedFile):
+            on_disk = None
+        if isinstance(on_disk, dict) and same_machine(on_disk.get("machine") or {}, self.machine):
+            self.entries = {**(on_disk.get("entries") or {}), **self.entries}
         return write_json(self.path, {"format": BASELINE_FORMAT, "machine": self.machine, "entries": self.entries},
                           indent=1)
 
@@ -404,6 +412,17 @@ def attach_speedups(rows: list[dict[str, Any]], tasks: Sequence[Task], store: Ba
         "tasks_without_compile": sorted(ids - covered["compile"])[:20]}
 
 
+def missing_note(rows: Sequence[Mapping[str, Any]], path: Path, missing: int, timed: int) -> str:
+    """What the record's note says of the tasks without a torch.compile time in the file."""
+    if not timed:
+        return f"{path} holds no torch.compile time of these tasks: vs_compile is not measured"
+    solved = len(M.unknown_speed(rows, "vs_compile"))
+    return (f"{missing} task(s) have no torch.compile time in {path} (not measured, or it failed there): "
+            + (f"vs_compile leaves out the {solved} of them with a correct sample, and counts" if solved else
+               "none of them has a correct sample, so vs_compile counts")
+            + " the samples of those never solved as not fast")
+
+
 def attach_to_record(record: dict[str, Any], tasks: Sequence[Task], store: BaselineFile | None,
                      note: str | None, resamples: int = 0) -> bool:
     """Attach `store`'s speedups to an eval record's rows, recompute its metrics (with the
@@ -419,12 +438,9 @@ def attach_to_record(record: dict[str, Any], tasks: Sequence[Task], store: Basel
     else:
         record["baselines"] = {"file": None, "note": note}
     notes = [n for n in record.get("notes", []) if not n.startswith(NOTE_PREFIX)]
-    solved_without = {r["id"] for r in rows if r.get("correct") and r.get(ROW_MS["compile"]) is None}
     if store is not None and info["tasks_with_compile"] < record["baselines"]["tasks"]:
         missing = record["baselines"]["tasks"] - info["tasks_with_compile"]
-        notes.append(f"{NOTE_PREFIX}{missing} task(s) have no torch.compile time in {store.path} (not measured, or "
-                     f"it failed there): vs_compile leaves out the {len(solved_without)} of them with a correct sample "
-                     "and counts the others' samples as not fast (none is correct)")
+        notes.append(NOTE_PREFIX + missing_note(rows, store.path, missing, info["tasks_with_compile"]))
     elif store is None and note:
         notes.append(note)
     after = json.dumps([[r.get(f) for f in (*ROW_MS.values(), *ROW_SPEEDUP.values())] for r in rows])

@@ -5,8 +5,9 @@
 PATH: a KernelBench checkout (or one of its levelN/ folders), `builtin`, `heldout`, a parquet/jsonl
 file or a hub name, as `tritonrl eval --tasks` takes it. `--solved-in RECORD` (repeatable) keeps the
 tasks some eval record answered correctly: the only ones whose times change a fast_p (a task never
-solved has no fast sample whatever its baseline, eval/metrics.baseline_rows), at a fraction of the cost. The file goes to DIR (default
-`<outputs_dir>/baselines/`, where `tritonrl eval` looks), named after this machine; a rerun measures
+solved has no fast sample whatever its baseline, eval/metrics.baseline_rows), at a fraction of the
+cost. The file goes to DIR (default `<outputs_dir>/baselines/`, where `tritonrl eval` looks), named
+after this machine; a rerun measures
 only what is missing. Timing uses the verifier's settings (timing_warmup, timing_trials,
 timing_trim; change them with -p). Exit status: 0 done (tasks whose reference failed are recorded
 as such), 2 bad input or no GPU without --device cpu.
@@ -115,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
                                                       f"not among {args.tasks!r}" if solved - {t.id for t in tasks}
                                                       else ""))
             tasks = kept
+            if not tasks:
+                print("no task has a correct sample in these records: nothing to measure (no baseline can make a "
+                      "wrong sample fast: their fast_p against the baselines is 0)")
+                return EXIT_OK
         log(f"baselines of {len(tasks)} task(s) from {args.tasks!r} on {args.device}, modes {','.join(modes)}; "
             f"{timing['trials']} trials after {timing['warmup']} warm-up, {timeout_s:g} s per task at most")
         store, counts = measure_baselines(tasks, modes=modes, device=args.device, out_dir=out_dir, timing=timing,

@@ -158,8 +158,11 @@ def geomean(values: Iterable[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
 
 
-def summarize(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
-    """The metrics of one group of samples (all of a stage, or one level of it)."""
+def summarize(rows: Sequence[Mapping[str, Any]], k: int,
+              measured: Mapping[str, bool] | None = None) -> dict[str, Any]:
+    """The metrics of one group of samples (all of a stage, or one level of it). `measured`: per baseline
+    block, whether the whole record has that baseline (a group of it with nothing solved then reads 0,
+    not "not measured"); default: whether these rows have it."""
     n = len(rows)
     correct = [r for r in rows if r["correct"]]
     timed = [r for r in correct if r.get("speedup") is not None]
@@ -183,7 +186,7 @@ def summarize(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, Any]:
     out["geomean_speedup"] = round(gm, 4) if gm is not None else None
     out["fast_p"] = fast_p(rows)
     for block in BASELINE_BLOCKS:
-        out[block] = baseline_block(rows, block)
+        out[block] = baseline_block(rows, block, measured=None if measured is None else measured[block])
     out["pass_at_1"] = _mean_pass_at(rows, 1)
     out["pass_at_k"] = _mean_pass_at(rows, k)
     out["k"] = k
@@ -212,23 +215,35 @@ def fast_p(rows: Sequence[Mapping[str, Any]], speedup_key: str = "speedup",
     return out
 
 
-def baseline_rows(rows: Sequence[Mapping[str, Any]], block: str) -> list[Mapping[str, Any]]:
+def has_baseline(rows: Iterable[Mapping[str, Any]], block: str) -> bool:
+    """Whether any of these rows' tasks has that stored baseline (was it measured at all)."""
+    return any(r.get(BASELINE_MS[block]) is not None for r in rows)
+
+
+def unknown_speed(rows: Iterable[Mapping[str, Any]], block: str) -> set[str]:
+    """The tasks with a correct sample and no stored baseline: their speed against it is unknown."""
+    return {r["id"] for r in rows if r["correct"] and r.get(BASELINE_MS[block]) is None}
+
+
+def baseline_rows(rows: Sequence[Mapping[str, Any]], block: str, *, measured: bool | None = None,
+                  unknown: Iterable[str] | None = None) -> list[Mapping[str, Any]]:
     """The rows fast_p against a stored baseline (`block`) is counted over: those whose task has the
     baseline, and every row of a task none of whose rows is correct (no baseline can make a wrong
-    sample fast). Left out: the tasks with a correct sample and no baseline, whose speed against it
-    is unknown. Empty when no row has the baseline at all (not measured)."""
-    ms = BASELINE_MS[block]
-    if not any(r.get(ms) is not None for r in rows):
+    sample fast). Left out: the `unknown` tasks (default `unknown_speed(rows)`; a table of several
+    stages passes their union, so every stage counts the same tasks). Empty when the baseline was not
+    measured at all (`measured`; default: whether these rows have it)."""
+    if not (has_baseline(rows, block) if measured is None else measured):
         return []
-    unknown = {r["id"] for r in rows if r["correct"] and r.get(ms) is None}
-    return [r for r in rows if r["id"] not in unknown]
+    left_out = unknown_speed(rows, block) if unknown is None else set(unknown)
+    return [r for r in rows if r["id"] not in left_out]
 
 
-def baseline_block(rows: Sequence[Mapping[str, Any]], block: str) -> dict[str, Any] | None:
+def baseline_block(rows: Sequence[Mapping[str, Any]], block: str,
+                   measured: bool | None = None) -> dict[str, Any] | None:
     """fast_p and the geometric-mean speedup against one stored baseline (`block`: vs_eager_baseline or
-    vs_compile), over `baseline_rows`; None when no row has that baseline (never zeros).
+    vs_compile), over `baseline_rows`; None when that baseline was not measured (never zeros).
     `num_tasks_without`: the tasks left out (a correct sample, no baseline)."""
-    covered = baseline_rows(rows, block)
+    covered = baseline_rows(rows, block, measured=measured)
     if not covered:
         return None
     key = BASELINE_BLOCKS[block]
@@ -282,12 +297,14 @@ def compute_metrics(rows: Sequence[Mapping[str, Any]], k: int, resamples: int = 
     per level under `by_level` ("1", "2", ...). With `resamples`, 95% task-bootstrap intervals of
     the rates under `intervals` (overall and per held-out set); rows that name their held-out set
     (`heldout_set`) also give `by_set`."""
-    out = summarize(rows, k)
+    measured = {block: has_baseline(rows, block) for block in BASELINE_BLOCKS}  # once for the record
+    out = summarize(rows, k, measured)
     levels = sorted({int(r["level"]) for r in rows})
-    out["by_level"] = {str(lvl): summarize([r for r in rows if int(r["level"]) == lvl], k) for lvl in levels}
+    out["by_level"] = {str(lvl): summarize([r for r in rows if int(r["level"]) == lvl], k, measured)
+                       for lvl in levels}
     if resamples:
         out["intervals"] = intervals(rows, resamples)
-    by_set = set_metrics(rows, k, resamples)
+    by_set = set_metrics(rows, k, resamples, measured)
     if by_set:
         out["by_set"] = by_set
     return out
@@ -410,14 +427,15 @@ def paired_difference(rows_a: Sequence[Mapping[str, Any]], rows_b: Sequence[Mapp
     return out
 
 
-def set_metrics(rows: Sequence[Mapping[str, Any]], k: int, resamples: int = 0) -> dict[str, dict[str, Any]]:
+def set_metrics(rows: Sequence[Mapping[str, Any]], k: int, resamples: int = 0,
+                measured: Mapping[str, bool] | None = None) -> dict[str, dict[str, Any]]:
     """Per held-out set (rows' `heldout_set`: "tasks" = (a), "families" = (b)), the summary and,
     with `resamples`, its intervals. Empty when no row names a set."""
     sets = sorted({r["heldout_set"] for r in rows if r.get("heldout_set")})
     out = {}
     for name in sets:
         part = [r for r in rows if r.get("heldout_set") == name]
-        out[name] = summarize(part, k)
+        out[name] = summarize(part, k, measured)
         if resamples:
             out[name]["intervals"] = intervals(part, resamples)
     return out

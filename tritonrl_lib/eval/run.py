@@ -517,14 +517,14 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
         lazy.close()
     results.sort(key=lambda r: model_stages.index(r.model_stage))
     if cfg.eval.baselines_measure == "solved":
-        _time_solved_tasks(cfg, tasks, results, progress, log)
+        time_solved_tasks(cfg, tasks, results, progress, log)
     attach_comparison({s.model_stage: (s.record, s.path) for s in results
                        if s.record is not None and s.path is not None},
                       paths.eval_comparison, cfg.eval.bootstrap_resamples)
     return EvalRunResult(results)
 
 
-def _time_solved_tasks(cfg: RunConfig, tasks: Sequence[Task], results: Sequence[ModelEval], progress: bool,
+def time_solved_tasks(cfg: RunConfig, tasks: Sequence[Task], results: Sequence[ModelEval], progress: bool,
                        log: Callable[[str], None]) -> None:
     """eval.baselines_measure=solved: eager and torch.compile times of the tasks some stage solved, attached to
     every record (each rewritten where that changed it), so its fast_p against torch.compile is known."""

@@ -5,8 +5,9 @@ Every number comes from the evaluation records' rows of the `kernelbench` held-o
 never trained on, at their published sizes, eval/heldout.py) and from the run's split file
 (tasks/kernelbench.py). A rate carries its 95% interval from resampling problems. fast_1 against
 eager is the verifier's own timing of the reference in the same process; fast_1 against
-torch.compile needs this machine's stored baselines (`tritonrl baselines`), counts the problems that
-have one, and says n/a without any.
+torch.compile needs this machine's stored baselines (`tritonrl baselines`, or eval.baselines_measure),
+counts the problems that have one and those no stage solved (none of their samples can be fast), leaves
+out for every stage a problem some stage solved without one, and says n/a without any.
 """
 
 from __future__ import annotations
@@ -44,14 +45,18 @@ def _with_ci(rows: Sequence[Mapping[str, Any]], key: str, resamples: int, hit) -
     return f"{_rate(rows, hit):.1f}" + (f" [{ci[0]:.1f}, {ci[1]:.1f}]" if ci else "")
 
 
-def _fast1(rows: Sequence[Mapping[str, Any]], resamples: int, block: str | None = None) -> str:
+def _fast1(rows: Sequence[Mapping[str, Any]], resamples: int, block: str | None = None, measured: bool = True,
+           unknown: set[str] | None = None) -> str:
     """fast_1 as eval/metrics counts it: against the verifier's eager timing (block None), or against a
     stored baseline (`block`, e.g. "vs_compile") over `metrics.baseline_rows`: the problems with that
-    baseline and those never solved (a problem solved without one is left out, not counted slow). 0 when
-    nothing is correct; n/a where nothing could be compared (correct samples untimed, no baseline stored)."""
+    baseline and those never solved, less `unknown` (problems some stage solved without one: left out
+    for every stage alike, not counted slow). 0 when nothing is correct; n/a where nothing could be
+    compared (correct samples untimed; no baseline stored for the record, `measured` False)."""
     if block is not None:
+        if not measured:
+            return "n/a"
         speed = M.BASELINE_BLOCKS[block]
-        rows = [{**r, "speedup": r.get(speed)} for r in M.baseline_rows(rows, block)]
+        rows = [{**r, "speedup": r.get(speed)} for r in M.baseline_rows(rows, block, measured=True, unknown=unknown)]
     if any(r["correct"] for r in rows) and not any(r["correct"] and r.get("speedup") is not None for r in rows):
         return "n/a"
     return _with_ci(rows, "fast1_rate", resamples, lambda r: M.is_fast(r, 1.0))
@@ -61,8 +66,11 @@ def headline_table(records: Mapping[str, Mapping[str, Any]], resamples: int = 20
     """Per model stage and level: problems, samples, correct %, fast_1 against eager and against
     torch.compile, each with its 95% interval; problems solved at least once."""
     out = []
-    for stage, rec in records.items():
-        rows = kernelbench_rows(rec)
+    rows_of = {stage: kernelbench_rows(rec) for stage, rec in records.items()}
+    # problems some stage solved without a torch.compile time: left out of that column for every stage
+    unknown = set().union(*(M.unknown_speed(rows, "vs_compile") for rows in rows_of.values()))
+    for stage, rows in rows_of.items():
+        measured = M.has_baseline(rows, "vs_compile")
         for level in sorted({int(r["level"]) for r in rows}):
             part = [r for r in rows if int(r["level"]) == level]
             solved = {r["id"] for r in part if r["correct"]}
@@ -70,7 +78,8 @@ def headline_table(records: Mapping[str, Mapping[str, Any]], resamples: int = 20
                         "samples": len(part),
                         "correct % [95% CI]": _with_ci(part, "correct_rate", resamples, lambda r: r["correct"]),
                         "fast_1 vs eager % [95% CI]": _fast1(part, resamples),
-                        "fast_1 vs torch.compile % [95% CI]": _fast1(part, resamples, "vs_compile"),
+                        "fast_1 vs torch.compile % [95% CI]": _fast1(part, resamples, "vs_compile", measured,
+                                                                     unknown),
                         "valid %": _rate(part, M.is_valid), "problems solved": len(solved)})
     return out
 
