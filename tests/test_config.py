@@ -149,6 +149,16 @@ def test_choices_and_ranges_are_checked():
         load_config("smoke", overrides={"baselines_measure": "all"})
 
 
+def test_an_unquoted_off_in_yaml_is_told_to_be_quoted(tmp_path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text("base: smoke\neval:\n  baselines_measure: off\nverify:\n  timing: on\n")
+    with pytest.raises(ConfigError, match=r"as booleans; quote it \(.*baselines_measure: \"off\"\)"):
+        load_config(str(profile))
+    profile.write_text("base: smoke\neval:\n  baselines_measure: 'off'\nverify:\n  timing: 'on'\n")
+    cfg = load_config(str(profile))
+    assert (cfg.eval.baselines_measure, cfg.verify.timing) == ("off", "on")
+
+
 def test_unknown_profile_suggests(tmp_path):
     with pytest.raises(ConfigError, match="did you mean 'smoke'"):
         load_config("smok")

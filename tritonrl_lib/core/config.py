@@ -525,6 +525,9 @@ def _coerce(value: Any, expected: Any, key: str, origin: str) -> Any:
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return str(value)  # a run named 2024 or a model path that YAML read as a number
+        if isinstance(value, bool):  # YAML 1.1 reads off/on/yes/no unquoted as booleans
+            raise ConfigError(f"{origin}: {key} expects a word, got {value!r}: YAML reads off, on, yes and no "
+                              f"as booleans; quote it ({key}: \"{'on' if value else 'off'}\")")
         raise bad()
     raise bad()
 
