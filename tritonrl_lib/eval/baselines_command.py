@@ -7,10 +7,9 @@ file or a hub name, as `tritonrl eval --tasks` takes it. `--solved-in RECORD` (r
 tasks some eval record answered correctly: the only ones whose times change a fast_p (a task never
 solved has no fast sample whatever its baseline, eval/metrics.baseline_rows), at a fraction of the
 cost. The file goes to DIR (default `<outputs_dir>/baselines/`, where `tritonrl eval` looks), named
-after this machine; a rerun measures
-only what is missing. Timing uses the verifier's settings (timing_warmup, timing_trials,
-timing_trim; change them with -p). Exit status: 0 done (tasks whose reference failed are recorded
-as such), 2 bad input or no GPU without --device cpu.
+after this machine; a rerun measures only what is missing. Timing uses the verifier's settings
+(timing_warmup, timing_trials, timing_trim; change them with -p). Exit status: 0 done (tasks whose
+reference failed are recorded as such), 2 bad input or no GPU without --device cpu.
 """
 
 from __future__ import annotations

@@ -525,7 +525,7 @@ def evaluate_run(cfg: RunConfig, paths: RunPaths | None = None, model_stages: Se
 
 
 def time_solved_tasks(cfg: RunConfig, tasks: Sequence[Task], results: Sequence[ModelEval], progress: bool,
-                       log: Callable[[str], None]) -> None:
+                      log: Callable[[str], None]) -> None:
     """eval.baselines_measure=solved: eager and torch.compile times of the tasks some stage solved, attached to
     every record (each rewritten where that changed it), so its fast_p against torch.compile is known."""
     device = resolve_device(cfg.device)
