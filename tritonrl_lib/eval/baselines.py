@@ -335,7 +335,8 @@ def timing_settings(verify_cfg: Any) -> dict[str, Any]:
 def solved_task_ids(records: Iterable[Mapping[str, Any]]) -> set[str]:
     """The tasks with a correct sample in any of these eval records: the only ones whose baseline changes a
     fast_p (a task never answered correctly has no fast sample whatever its times; metrics.baseline_rows)."""
-    return {str(r["id"]) for rec in records for r in rec.get("detailed_results") or [] if r.get("correct")}
+    return {str(r["id"]) for rec in records for r in rec.get("detailed_results") or []
+            if isinstance(r, Mapping) and r.get("correct") and r.get("id") is not None}
 
 
 def measure_for_solved(records: Sequence[Mapping[str, Any]], tasks: Sequence[Task], *, setting: str,
