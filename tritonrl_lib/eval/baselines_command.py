@@ -15,13 +15,13 @@ reference failed are recorded as such), 2 bad input or no GPU without --device c
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from .baselines import (DEFAULT_TIMEOUT_S, BaselineError, check_device, default_dir, measure_baselines,
                         solved_task_ids, summary_rows, timing_settings)
 from ..core.config import load_config, parse_cli_overrides
+from ..core.jsonio import read_json
 from ..tasks.loaders import TaskSourceError
 from .errors import EvalError
 from .heldout import load_eval_tasks
@@ -85,7 +85,7 @@ def read_records(names: list[str]) -> list[dict]:
     out = []
     for name in names:
         try:
-            rec = json.loads(Path(name).expanduser().read_text())
+            rec = read_json(Path(name).expanduser())
             if not isinstance(rec.get("detailed_results"), list):
                 raise KeyError("detailed_results")
         except (OSError, ValueError, KeyError, AttributeError) as e:
