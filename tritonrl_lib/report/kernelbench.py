@@ -52,11 +52,10 @@ def _fast1(rows: Sequence[Mapping[str, Any]], resamples: int, block: str | None 
     baseline and those never solved, less `unknown` (problems some stage solved without one: left out
     for every stage alike, not counted slow). 0 when nothing is correct; n/a where nothing could be
     compared (correct samples untimed; no baseline stored for the record, `measured` False)."""
-    if block is not None:
-        if not measured:
-            return "n/a"
+    if block is not None:  # not measured: no rows, n/a
         speed = M.BASELINE_BLOCKS[block]
-        rows = [{**r, "speedup": r.get(speed)} for r in M.baseline_rows(rows, block, measured=True, unknown=unknown)]
+        rows = [{**r, "speedup": r.get(speed)} for r in M.baseline_rows(rows, block, measured=measured,
+                                                                           unknown=unknown)]
     if any(r["correct"] for r in rows) and not any(r["correct"] and r.get("speedup") is not None for r in rows):
         return "n/a"
     return _with_ci(rows, "fast1_rate", resamples, lambda r: M.is_fast(r, 1.0))
