@@ -10,9 +10,13 @@
 #                                                        # SFT's adapter comes back once, in bf16 parts (ship_sft)
 #   bash benchmarks/kernelbench_session.sh start2 R KB   # the same on a host of two GPUs: SFT then best-of-N on GPU 0;
 #                                                        # the base model's evaluation (cut at BASE_S seconds, default
-#                                                        # 240) then GRPO on GPU 1; then the evaluation over both GPUs
-#                                                        # (its kept folders name the GPU count: `verify` such a run on
-#                                                        # a two-GPU machine too)
+#                                                        # 240) then GRPO on GPU 1, each RL method a GPU to itself;
+#                                                        # then the evaluation over both GPUs (its kept folders name
+#                                                        # the GPU count: `verify` such a run on a two-GPU machine
+#                                                        # too). P, RL_S and SFT's adapter as for start; BASELINES
+#                                                        # ("REC.json ...", resolved where typed): GPU 1 times the
+#                                                        # problems those records solved, one record after another,
+#                                                        # while SFT trains, instead of the base model's evaluation
 #   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0; then best-of-N on GPU 0, GRPO on
 #                                                        # GPU 1 and SFT's evaluation on GPUs 2-3, side by side; SFT's
 #                                                        # evaluation stopped when RL ends (its verdicts kept), then two
@@ -51,6 +55,7 @@ LOGS=${LOGS:-/tmp/logs}
 SHIP=${SHIP:-/tmp/kbs-ship}   # SFT's adapter in parts (ship_sft), until a call has brought them back
 OUT=${OUT:-$PWD/kernelbench_session_out}
 PY=${PY:-python}
+STAGGER_S=${STAGGER_S:-20}   # seconds between processes started side by side (each opens its log and pool first)
 KB_ONLY="heldout_sets=[kernelbench]"   # the evaluation on the held-out KernelBench problems alone
 TREE=/tmp/kbs-repo                      # the plan runs from a copy: a later device call replaces the tree it came in
 cmd=${1:?start, start2, start4, startsft, watch, verify or pack}
@@ -78,7 +83,7 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   ship_sft "$R"
   step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" \
       "${xp[@]}" "${rl_s[@]}" &
-  sleep 20  # the first loads its model and starts its pool before the second asks the host for as much
+  sleep "$STAGGER_S"  # the first loads its model and starts its pool before the second asks the host for as much
   step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" \
       "${xp[@]}" "${rl_s[@]}"
   wait
@@ -134,27 +139,62 @@ dev_also() {  # DEV_ALSO ("NAME=ADAPTER ..."), checked before the plan starts: e
   DEV_ALSO="${out[*]}"
 }
 
-plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated, then GRPO, on GPU 1; the evaluation on both
-  local R=$1 KB=$2 G0 G1
+baselines_from() {  # BASELINES ("REC.json ..."), each resolved where the command was typed and required to exist
+  local rec out=()
+  set -f
+  for rec in ${BASELINES:-}; do
+    rec=$(cd "$CALLER" && realpath -m "$rec")
+    if [ ! -f "$rec" ]; then echo "BASELINES: no record at $rec" >&2; set +f; return 1; fi
+    out+=("$rec")
+  done
+  set +f
+  BASELINES="${out[*]}"
+}
+
+plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated (cut at BASE_S), then GRPO, on GPU 1; then the
+  # evaluation of SFT and both RL methods over both GPUs. P and RL_S as for start4; SFT's adapter shipped as for start
+  local R=$1 KB=$2 G0 G1 xp=()
   IFS=, read -r G0 G1 _ <<< "${CUDA_VISIBLE_DEVICES:-0,1}"   # the first two GPUs this host lets us see
+  if [ -z "$G1" ]; then echo "start2 needs two GPUs (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; return 1; fi
+  session_settings
+  local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   (
-    sleep 20  # SFT's process opens the session first (each call numbers itself from the session's log)
-    # the base model's evaluation is cut at BASE_S (its verdicts kept); -k: killed if SIGTERM does not end it
-    CUDA_VISIBLE_DEVICES=$G1 TRITONRL_HOST_POOLS=2 step base timeout -k 120 -s TERM "${BASE_S:-240}" \
-        "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --with-base --eval-stages base \
-        -p kernelbench="$KB" -p "$KB_ONLY"
+    sleep "$STAGGER_S"  # SFT's process opens the session first (each call numbers itself from the session's log)
+    # while SFT trains: the base model's evaluation, or with BASELINES (eval records, e.g. slim ones listing the
+    # problems earlier sessions solved) the eager and torch.compile times of the problems they solved, into
+    # R/runs/baselines; cut at BASE_S (what it finished kept); -k: killed if SIGTERM does not end it
+    if [ -n "${BASELINES:-}" ]; then  # one record after another, in the order given (e.g. Level 2's first)
+      set -f
+      # shellcheck disable=SC2086
+      CUDA_VISIBLE_DEVICES=$G1 step baselines timeout -k 60 -s TERM "${BASE_S:-240}" bash -c 'py=$1 kb=$2 out=$3; \
+          shift 3; for rec; do "$py" -m tritonrl_lib.cli baselines --tasks "$kb" --solved-in "$rec" --out "$out" \
+          --params gpu -p kernelbench="$kb" --quiet || exit; done' _ "$PY" "$KB" "$R/runs/baselines" $BASELINES
+      set +f
+    else
+      CUDA_VISIBLE_DEVICES=$G1 TRITONRL_HOST_POOLS=2 step base timeout -k 120 -s TERM "${BASE_S:-240}" \
+          "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --with-base --eval-stages base \
+          -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}"
+    fi
     while [ ! -f "$LOGS/sft.done" ]; do sleep 5; done
     [ "$(cat "$LOGS/sft.done")" = 0 ] || exit 1
+    sleep "$STAGGER_S"  # best-of-N loads its model and starts its pool first
     CUDA_VISIBLE_DEVICES=$G1 step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
-        -p kernelbench="$KB"
+        -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
   ) &
-  if CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB"; then
+  if CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" \
+      "${xp[@]}"; then
+    ship_sft "$R"  # the adapter comes back with the next pack: a later session starts RL from it
     CUDA_VISIBLE_DEVICES=$G0 step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
-        -p kernelbench="$KB"
+        -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
   fi
   wait
   [ "$(cat "$LOGS/sft.done")" = 0 ] || return
-  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY"
+  # a method whose RL failed is not evaluated (what its folder holds is no finished run of this session)
+  local stages=sft
+  [ "$(cat "$LOGS/bon.done" 2>/dev/null)" = 0 ] && stages+=,rl_best_of_n || echo "best-of-N failed: not evaluated"
+  [ "$(cat "$LOGS/grpo.done" 2>/dev/null)" = 0 ] && stages+=,rl_grpo || echo "GRPO failed: not evaluated"
+  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages "$stages" -p kernelbench="$KB" \
+      -p "$KB_ONLY" "${xp[@]}"
 }
 
 plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then every model evaluated, two GPUs each
@@ -169,13 +209,13 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
   CUDA_VISIBLE_DEVICES=$G2,$G3 step eval_sft "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
       --eval-stages sft -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
   local ev=$!
-  sleep 20  # each process opens the session's log and starts its pool before the next asks the host for as much
+  sleep "$STAGGER_S"  # each process opens the session's log and starts its pool before the next asks the host for as much
   # RL's time budget (RL_S, default 600 s a method): the evaluation keeps its time whatever a step costs
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   CUDA_VISIBLE_DEVICES=$G0 step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
       -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" &
   local bon=$!
-  sleep 20
+  sleep "$STAGGER_S"
   CUDA_VISIBLE_DEVICES=$G1 step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
       -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
   wait "$bon"
@@ -193,7 +233,7 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
       --eval-stages "$a" -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" &
   local ea=$! rb=0
   if [ -n "$b" ]; then
-    sleep 20
+    sleep "$STAGGER_S"
     CUDA_VISIBLE_DEVICES=$G0,$G1 step eval_b "$PY" benchmarks/gpu_rl_session.py "$R" --only eval \
         --eval-stages "$b" -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}" || rb=$?
   fi
@@ -261,7 +301,7 @@ watch() {  # progress every 30 s until W seconds have passed or the last step is
 
 case $cmd in
   start) background eval "${2:?R}" "${3:?KB}" ;;
-  start2) background eval2 "${2:?R}" "${3:?KB}" ;;
+  start2) baselines_from || exit 2; export BASELINES; background eval2 "${2:?R}" "${3:?KB}" ;;
   start4) background eval4 "${2:?R}" "${3:?KB}" ;;
   startsft) dev_also || exit 2; export DEV_ALSO; background evalsft "${2:?R}" "${3:?KB}" ;;
   verify) background verify "${2:?R}" "${3:?KB}" ;;

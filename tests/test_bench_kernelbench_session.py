@@ -131,3 +131,58 @@ def test_a_malformed_dev_also_stops_startsft_before_any_plan(tmp_path):
                               timeout=60)
         assert done.returncode == 2 and "is not NAME=ADAPTER" in done.stderr, (bad, done.stderr)
         assert not logs.exists()  # nothing started: no logs, no copy of the tree
+
+
+def _fake_python(tmp_path: Path) -> tuple[Path, Path]:
+    """A stand-in for $PY that records each call with the GPUs it was given, and fails the stage named in
+    $FAIL (a `--only` stage's name) when set."""
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\necho "gpus=$CUDA_VISIBLE_DEVICES $*" >> {calls}\n'
+                    '[ -n "$FAIL" ] && case "$*" in *"--only $FAIL "*) exit 1;; esac\nexit 0\n')
+    fake.chmod(0o755)
+    return fake, calls
+
+
+def test_the_two_gpu_plan_gives_each_rl_method_a_gpu_and_times_the_solved_problems_while_sft_trains(tmp_path):
+    """`start2`'s plan: SFT then best-of-N on the first GPU; the baselines of BASELINES's records (one after
+    another) then GRPO on the second; the session's settings (P) and RL's time budget (RL_S) in every stage
+    they belong to; SFT's adapter shipped; then the methods that finished evaluated over both GPUs."""
+    fake, calls = _fake_python(tmp_path)
+    logs, run = tmp_path / "logs", tmp_path / "R"
+    logs.mkdir()
+    env = {**os.environ, "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
+           "CUDA_VISIBLE_DEVICES": "3,5", "P": "rounds=12 grpo_beta=0.04", "RL_S": "450",
+           "BASELINES": "/recs/L2.json /recs/L1.json"}
+    subprocess.run(["bash", str(SCRIPT), "_eval2", str(run), "/kb"], env=env, check=True, timeout=60,
+                   capture_output=True)
+    lines = calls.read_text().splitlines()
+    by = {name: [ln for ln in lines if key in ln] for name, key in (
+        ("sft", "--only sft"), ("bon", "--only best_of_n"), ("grpo", "--only grpo"), ("eval", "--only eval"),
+        ("baselines", "tritonrl_lib.cli baselines"))}
+    assert [len(v) for v in by.values()] == [1, 1, 1, 1, 2], lines
+    assert by["sft"][0].startswith("gpus=3 ") and "-p rounds=12 -p grpo_beta=0.04" in by["sft"][0]
+    assert by["bon"][0].startswith("gpus=3 ") and by["grpo"][0].startswith("gpus=5 ")
+    for rl in (by["bon"][0], by["grpo"][0]):
+        assert "-p rounds=12 -p grpo_beta=0.04" in rl and "-p rl_time_budget_s=450" in rl
+    assert [ln.split("--solved-in ")[1].split()[0] for ln in by["baselines"]] == ["/recs/L2.json", "/recs/L1.json"]
+    assert all(ln.startswith("gpus=5 ") and f"--out {run}/runs/baselines" in ln for ln in by["baselines"])
+    assert lines.index(by["baselines"][1]) < lines.index(by["grpo"][0])  # GPU 1 is free before GRPO takes it
+    assert by["eval"][0].startswith("gpus=3,5 ") and "--eval-stages sft,rl_best_of_n,rl_grpo" in by["eval"][0]
+    assert "-p heldout_sets=[kernelbench]" in by["eval"][0] and "rl_time_budget_s" not in by["eval"][0]
+    assert any(" -c " in ln and "bfloat16" in ln for ln in lines)  # the adapter shipped
+
+    calls.unlink()  # a method that failed is not evaluated; the other is
+    subprocess.run(["bash", str(SCRIPT), "_eval2", str(run), "/kb"], env={**env, "FAIL": "grpo"}, check=True,
+                   timeout=60, capture_output=True)
+    evals = [ln for ln in calls.read_text().splitlines() if "--only eval" in ln]
+    assert len(evals) == 1 and "--eval-stages sft,rl_best_of_n " in evals[0]
+
+
+def test_start2_refuses_a_baselines_record_that_is_not_there(tmp_path):
+    logs = tmp_path / "logs"
+    done = subprocess.run(["bash", str(SCRIPT), "start2", str(tmp_path / "R"), "/kb"],
+                          env={**os.environ, "LOGS": str(logs), "BASELINES": str(tmp_path / "missing.json")},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "BASELINES: no record at" in done.stderr
+    assert not logs.exists()  # nothing started
