@@ -6,7 +6,8 @@
 # later call watches and packs what is small.
 #
 #   bash benchmarks/kernelbench_session.sh start  R KB   # one GPU: SFT; best-of-N and GRPO side by side (half the host
-#                                                        # each); then the three evaluated. P and RL_S as for start4.
+#                                                        # each; METHODS=best_of_n or grpo: that one alone, the whole
+#                                                        # host); then those evaluated. P and RL_S as for start4.
 #                                                        # SFT's adapter comes back once, in bf16 parts (ship_sft)
 #   bash benchmarks/kernelbench_session.sh start2 R KB   # the same on a host of two GPUs: SFT then best-of-N on GPU 0;
 #                                                        # the base model's evaluation (cut at BASE_S seconds, default
@@ -81,12 +82,19 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   ship_sft "$R"
-  step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" \
-      "${xp[@]}" "${rl_s[@]}" &
-  sleep "$STAGGER_S"  # the first loads its model and starts its pool before the second asks the host for as much
-  step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" \
-      "${xp[@]}" "${rl_s[@]}"
-  wait
+  case "${METHODS:-best_of_n,grpo}" in  # METHODS: one method alone has the host to itself
+    best_of_n) step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" "${xp[@]}" \
+        "${rl_s[@]}" ;;
+    grpo) step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" ;;
+    best_of_n,grpo|grpo,best_of_n)
+      step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" \
+          "${xp[@]}" "${rl_s[@]}" &
+      sleep "$STAGGER_S"  # the first loads its model and starts its pool before the second asks the host for as much
+      step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" \
+          "${xp[@]}" "${rl_s[@]}"
+      wait ;;
+    *) echo "METHODS=$METHODS: best_of_n, grpo or best_of_n,grpo"; return 2 ;;
+  esac
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}"
 }
 

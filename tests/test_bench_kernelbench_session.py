@@ -133,12 +133,16 @@ def test_a_malformed_dev_also_stops_startsft_before_any_plan(tmp_path):
         assert not logs.exists()  # nothing started: no logs, no copy of the tree
 
 
+def _env_without_host_pools() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "TRITONRL_HOST_POOLS"}
+
+
 def _fake_python(tmp_path: Path) -> tuple[Path, Path]:
     """A stand-in for $PY that records each call with the GPUs it was given, and fails the stage named in
     $FAIL (a `--only` stage's name) when set."""
     calls = tmp_path / "calls.txt"
     fake = tmp_path / "python"
-    fake.write_text(f'#!/bin/sh\necho "gpus=$CUDA_VISIBLE_DEVICES $*" >> {calls}\n'
+    fake.write_text(f'#!/bin/sh\necho "gpus=$CUDA_VISIBLE_DEVICES pools=$TRITONRL_HOST_POOLS $*" >> {calls}\n'
                     '[ -n "$FAIL" ] && case "$*" in *"--only $FAIL "*) exit 1;; esac\nexit 0\n')
     fake.chmod(0o755)
     return fake, calls
@@ -151,7 +155,7 @@ def test_the_two_gpu_plan_gives_each_rl_method_a_gpu_and_times_the_solved_proble
     fake, calls = _fake_python(tmp_path)
     logs, run = tmp_path / "logs", tmp_path / "R"
     logs.mkdir()
-    env = {**os.environ, "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
+    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
            "CUDA_VISIBLE_DEVICES": "3,5", "P": "rounds=12 grpo_beta=0.04", "RL_S": "450",
            "BASELINES": "/recs/L2.json /recs/L1.json"}
     subprocess.run(["bash", str(SCRIPT), "_eval2", str(run), "/kb"], env=env, check=True, timeout=60,
@@ -161,14 +165,14 @@ def test_the_two_gpu_plan_gives_each_rl_method_a_gpu_and_times_the_solved_proble
         ("sft", "--only sft"), ("bon", "--only best_of_n"), ("grpo", "--only grpo"), ("eval", "--only eval"),
         ("baselines", "tritonrl_lib.cli baselines"))}
     assert [len(v) for v in by.values()] == [1, 1, 1, 1, 2], lines
-    assert by["sft"][0].startswith("gpus=3 ") and "-p rounds=12 -p grpo_beta=0.04" in by["sft"][0]
-    assert by["bon"][0].startswith("gpus=3 ") and by["grpo"][0].startswith("gpus=5 ")
+    assert by["sft"][0].startswith("gpus=3 pools= ") and "-p rounds=12 -p grpo_beta=0.04" in by["sft"][0]
+    assert by["bon"][0].startswith("gpus=3 pools=2 ") and by["grpo"][0].startswith("gpus=5 pools=2 ")
     for rl in (by["bon"][0], by["grpo"][0]):
         assert "-p rounds=12 -p grpo_beta=0.04" in rl and "-p rl_time_budget_s=450" in rl
     assert [ln.split("--solved-in ")[1].split()[0] for ln in by["baselines"]] == ["/recs/L2.json", "/recs/L1.json"]
-    assert all(ln.startswith("gpus=5 ") and f"--out {run}/runs/baselines" in ln for ln in by["baselines"])
+    assert all(ln.startswith("gpus=5 pools= ") and f"--out {run}/runs/baselines" in ln for ln in by["baselines"])
     assert lines.index(by["baselines"][1]) < lines.index(by["grpo"][0])  # GPU 1 is free before GRPO takes it
-    assert by["eval"][0].startswith("gpus=3,5 ") and "--eval-stages sft,rl_best_of_n,rl_grpo" in by["eval"][0]
+    assert by["eval"][0].startswith("gpus=3,5 pools= ") and "--eval-stages sft,rl_best_of_n,rl_grpo" in by["eval"][0]
     assert "-p heldout_sets=[kernelbench]" in by["eval"][0] and "rl_time_budget_s" not in by["eval"][0]
     assert any(" -c " in ln and "bfloat16" in ln for ln in lines)  # the adapter shipped
 
@@ -186,3 +190,19 @@ def test_start2_refuses_a_baselines_record_that_is_not_there(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "BASELINES: no record at" in done.stderr
     assert not logs.exists()  # nothing started
+
+
+def test_the_one_gpu_plan_runs_the_methods_named_alone_on_the_whole_host(tmp_path):
+    """METHODS=best_of_n: SFT, then best-of-N alone (no host split), then the evaluation; GRPO never starts."""
+    fake, calls = _fake_python(tmp_path)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
+           "METHODS": "best_of_n", "RL_S": "400"}
+    subprocess.run(["bash", str(SCRIPT), "_eval", str(tmp_path / "R"), "/kb"], env=env, check=True, timeout=60,
+                   capture_output=True)
+    stages = [ln.split("--only ")[1].split()[0] for ln in calls.read_text().splitlines() if "--only " in ln]
+    assert stages == ["sft", "best_of_n", "eval"]
+    bon = next(ln for ln in calls.read_text().splitlines() if "--only best_of_n" in ln)
+    assert "-p rl_time_budget_s=400" in bon and "pools= " in bon  # the host not split: one pool on it
+    assert not (logs / "grpo.done").exists()
