@@ -82,20 +82,35 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   ship_sft "$R"
-  case "${METHODS:-best_of_n,grpo}" in  # METHODS: one method alone has the host to itself
+  case "${METHODS:-best_of_n,grpo}" in  # METHODS (checked before the plan starts): one method alone has the host
     best_of_n) step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" "${xp[@]}" \
         "${rl_s[@]}" ;;
     grpo) step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" ;;
-    best_of_n,grpo|grpo,best_of_n)
+    *)
       step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" \
           "${xp[@]}" "${rl_s[@]}" &
       sleep "$STAGGER_S"  # the first loads its model and starts its pool before the second asks the host for as much
       step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" \
           "${xp[@]}" "${rl_s[@]}"
       wait ;;
-    *) echo "METHODS=$METHODS: best_of_n, grpo or best_of_n,grpo"; return 2 ;;
   esac
-  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval -p kernelbench="$KB" -p "$KB_ONLY" "${xp[@]}"
+  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages "$(finished_stages)" -p kernelbench="$KB" \
+      -p "$KB_ONLY" "${xp[@]}"
+}
+
+finished_stages() {  # sft and the RL methods this plan finished: an adapter a method left from another run, or
+  # one whose RL failed, is not evaluated
+  local stages=sft
+  [ "$(cat "$LOGS/bon.done" 2>/dev/null)" = 0 ] && stages+=,rl_best_of_n
+  [ "$(cat "$LOGS/grpo.done" 2>/dev/null)" = 0 ] && stages+=,rl_grpo
+  echo "$stages"
+}
+
+methods_ok() {  # METHODS, checked before any plan starts
+  case "${METHODS:-best_of_n,grpo}" in
+    best_of_n|grpo|best_of_n,grpo|grpo,best_of_n) return 0 ;;
+    *) echo "METHODS=$METHODS: say best_of_n, grpo or best_of_n,grpo" >&2; return 1 ;;
+  esac
 }
 
 ship_sft() {  # R: SFT's adapter (its top folder, no Trainer checkpoints) in bf16, tarred in parts of 15 MB under
@@ -197,11 +212,7 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated (cut at BASE_
   fi
   wait
   [ "$(cat "$LOGS/sft.done")" = 0 ] || return
-  # a method whose RL failed is not evaluated (what its folder holds is no finished run of this session)
-  local stages=sft
-  [ "$(cat "$LOGS/bon.done" 2>/dev/null)" = 0 ] && stages+=,rl_best_of_n || echo "best-of-N failed: not evaluated"
-  [ "$(cat "$LOGS/grpo.done" 2>/dev/null)" = 0 ] && stages+=,rl_grpo || echo "GRPO failed: not evaluated"
-  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages "$stages" -p kernelbench="$KB" \
+  step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages "$(finished_stages)" -p kernelbench="$KB" \
       -p "$KB_ONLY" "${xp[@]}"
 }
 
@@ -308,7 +319,7 @@ watch() {  # progress every 30 s until W seconds have passed or the last step is
 }
 
 case $cmd in
-  start) background eval "${2:?R}" "${3:?KB}" ;;
+  start) methods_ok || exit 2; background eval "${2:?R}" "${3:?KB}" ;;
   start2) baselines_from || exit 2; export BASELINES; background eval2 "${2:?R}" "${3:?KB}" ;;
   start4) background eval4 "${2:?R}" "${3:?KB}" ;;
   startsft) dev_also || exit 2; export DEV_ALSO; background evalsft "${2:?R}" "${3:?KB}" ;;

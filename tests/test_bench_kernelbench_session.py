@@ -206,3 +206,14 @@ def test_the_one_gpu_plan_runs_the_methods_named_alone_on_the_whole_host(tmp_pat
     bon = next(ln for ln in calls.read_text().splitlines() if "--only best_of_n" in ln)
     assert "-p rl_time_budget_s=400" in bon and "pools= " in bon  # the host not split: one pool on it
     assert not (logs / "grpo.done").exists()
+    evals = [ln for ln in calls.read_text().splitlines() if "--only eval" in ln]
+    assert "--eval-stages sft,rl_best_of_n " in evals[0]  # what this plan trained, not an adapter left in R
+
+
+def test_start_refuses_methods_it_does_not_know_before_any_plan(tmp_path):
+    logs = tmp_path / "logs"
+    done = subprocess.run(["bash", str(SCRIPT), "start", str(tmp_path / "R"), "/kb"],
+                          env={**os.environ, "LOGS": str(logs), "METHODS": "ppo"}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "METHODS=ppo" in done.stderr
+    assert not logs.exists()  # nothing started
