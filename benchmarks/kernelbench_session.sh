@@ -83,19 +83,23 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   ship_sft "$R"
   case "${METHODS:-best_of_n,grpo}" in  # METHODS (checked before the plan starts): one method alone has the host
-    best_of_n) step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" "${xp[@]}" \
-        "${rl_s[@]}" ;;
-    grpo) step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" ;;
+    best_of_n|grpo) rl_stage "" "$METHODS" ;;
     *)
-      step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n -p kernelbench="$KB" \
-          "${xp[@]}" "${rl_s[@]}" &
+      rl_stage 2 best_of_n &
       sleep "$STAGGER_S"  # the first loads its model and starts its pool before the second asks the host for as much
-      step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo -p kernelbench="$KB" \
-          "${xp[@]}" "${rl_s[@]}"
+      rl_stage 2 grpo
       wait ;;
   esac
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages "$(finished_stages)" -p kernelbench="$KB" \
       -p "$KB_ONLY" "${xp[@]}"
+}
+
+rl_stage() {  # POOLS METHOD: one RL method's stage (logged as bon or grpo) with the caller's R, KB, session settings
+  # (xp) and time budget (rl_s); POOLS, where given, the pools the host is split among (TRITONRL_HOST_POOLS)
+  local name=bon
+  [ "$2" = grpo ] && name=grpo
+  step "$name" env ${1:+TRITONRL_HOST_POOLS=$1} "$PY" benchmarks/gpu_rl_session.py "$R" --only "$2" -p kernelbench="$KB" \
+      "${xp[@]}" "${rl_s[@]}"
 }
 
 finished_stages() {  # sft and the RL methods this plan finished: an adapter a method left from another run, or
@@ -201,14 +205,12 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated (cut at BASE_
     while [ ! -f "$LOGS/sft.done" ]; do sleep 5; done
     [ "$(cat "$LOGS/sft.done")" = 0 ] || exit 1
     sleep "$STAGGER_S"  # best-of-N loads its model and starts its pool first
-    CUDA_VISIBLE_DEVICES=$G1 step grpo env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
-        -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
+    CUDA_VISIBLE_DEVICES=$G1 rl_stage 2 grpo
   ) &
   if CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" \
       "${xp[@]}"; then
     ship_sft "$R"  # the adapter comes back with the next pack: a later session starts RL from it
-    CUDA_VISIBLE_DEVICES=$G0 step bon env TRITONRL_HOST_POOLS=2 "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
-        -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
+    CUDA_VISIBLE_DEVICES=$G0 rl_stage 2 best_of_n
   fi
   wait
   [ "$(cat "$LOGS/sft.done")" = 0 ] || return
@@ -231,12 +233,10 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
   sleep "$STAGGER_S"  # each process opens the session's log and starts its pool before the next asks the host for as much
   # RL's time budget (RL_S, default 600 s a method): the evaluation keeps its time whatever a step costs
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
-  CUDA_VISIBLE_DEVICES=$G0 step bon "$PY" benchmarks/gpu_rl_session.py "$R" --only best_of_n \
-      -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}" &
+  CUDA_VISIBLE_DEVICES=$G0 rl_stage "" best_of_n &  # the host's three pools, as exported above
   local bon=$!
   sleep "$STAGGER_S"
-  CUDA_VISIBLE_DEVICES=$G1 step grpo "$PY" benchmarks/gpu_rl_session.py "$R" --only grpo \
-      -p kernelbench="$KB" "${xp[@]}" "${rl_s[@]}"
+  CUDA_VISIBLE_DEVICES=$G1 rl_stage "" grpo
   wait "$bon"
   # SFT's evaluation stops as on Ctrl-C (its verdicts are kept per sample); killed if it outlives 120 s
   local mine="--eval-stages sft -p kernelbench=$KB" t=0

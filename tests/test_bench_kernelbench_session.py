@@ -155,8 +155,8 @@ def test_the_two_gpu_plan_gives_each_rl_method_a_gpu_and_times_the_solved_proble
     fake, calls = _fake_python(tmp_path)
     logs, run = tmp_path / "logs", tmp_path / "R"
     logs.mkdir()
-    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
-           "CUDA_VISIBLE_DEVICES": "3,5", "P": "rounds=12 grpo_beta=0.04", "RL_S": "450",
+    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"),
+           "STAGGER_S": "0", "CUDA_VISIBLE_DEVICES": "3,5", "P": "rounds=12 grpo_beta=0.04", "RL_S": "450",
            "BASELINES": "/recs/L2.json /recs/L1.json"}
     subprocess.run(["bash", str(SCRIPT), "_eval2", str(run), "/kb"], env=env, check=True, timeout=60,
                    capture_output=True)
@@ -197,8 +197,8 @@ def test_the_one_gpu_plan_runs_the_methods_named_alone_on_the_whole_host(tmp_pat
     fake, calls = _fake_python(tmp_path)
     logs = tmp_path / "logs"
     logs.mkdir()
-    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
-           "METHODS": "best_of_n", "RL_S": "400"}
+    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"),
+           "STAGGER_S": "0", "METHODS": "best_of_n", "RL_S": "400"}
     subprocess.run(["bash", str(SCRIPT), "_eval", str(tmp_path / "R"), "/kb"], env=env, check=True, timeout=60,
                    capture_output=True)
     stages = [ln.split("--only ")[1].split()[0] for ln in calls.read_text().splitlines() if "--only " in ln]
