@@ -17,7 +17,9 @@
 #                                                        # too). P, RL_S and SFT's adapter as for start; BASELINES
 #                                                        # ("REC.json ...", resolved where typed): GPU 1 times the
 #                                                        # problems those records solved, one record after another,
-#                                                        # while SFT trains, instead of the base model's evaluation
+#                                                        # while SFT trains, instead of the base model's evaluation;
+#                                                        # BASE_S=0: neither, GRPO starts beside best-of-N (an earlier
+#                                                        # session's adapter in R: `cat sft.tar.part-* | tar x`)
 #   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0; then best-of-N on GPU 0, GRPO on
 #                                                        # GPU 1 and SFT's evaluation on GPUs 2-3, side by side; SFT's
 #                                                        # evaluation stopped when RL ends (its verdicts kept), then two
@@ -189,8 +191,11 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated (cut at BASE_
     sleep "$STAGGER_S"  # SFT's process opens the session first (each call numbers itself from the session's log)
     # while SFT trains: the base model's evaluation, or with BASELINES (eval records, e.g. slim ones listing the
     # problems earlier sessions solved) the eager and torch.compile times of the problems they solved, into
-    # R/runs/baselines; cut at BASE_S (what it finished kept); -k: killed if SIGTERM does not end it
-    if [ -n "${BASELINES:-}" ]; then  # one record after another, in the order given (e.g. Level 2's first)
+    # R/runs/baselines; cut at BASE_S (what it finished kept); -k: killed if SIGTERM does not end it. BASE_S=0:
+    # neither (an SFT adapter shipped from an earlier session is found finished at once: GRPO starts with best-of-N)
+    if [ "${BASE_S:-240}" = 0 ]; then
+      :
+    elif [ -n "${BASELINES:-}" ]; then  # one record after another, in the order given (e.g. Level 2's first)
       set -f
       # shellcheck disable=SC2086
       CUDA_VISIBLE_DEVICES=$G1 step baselines timeout -k 60 -s TERM "${BASE_S:-240}" bash -c 'py=$1 kb=$2 out=$3; \

@@ -217,3 +217,20 @@ def test_start_refuses_methods_it_does_not_know_before_any_plan(tmp_path):
                           timeout=60)
     assert done.returncode == 2 and "METHODS=ppo" in done.stderr
     assert not logs.exists()  # nothing started
+
+
+def test_the_two_gpu_plan_with_base_s_zero_starts_grpo_beside_best_of_n_without_a_base_step(tmp_path):
+    """BASE_S=0 (an earlier session's SFT adapter in R, found finished at once): GPU 1 neither evaluates the
+    base model nor times baselines; it goes straight to GRPO once SFT's stage is over."""
+    fake, calls = _fake_python(tmp_path)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {**_env_without_host_pools(), "LOGS": str(logs), "PY": str(fake), "SHIP": str(tmp_path / "ship"),
+           "STAGGER_S": "0", "CUDA_VISIBLE_DEVICES": "0,1", "BASE_S": "0", "BASELINES": "/recs/L2.json"}
+    subprocess.run(["bash", str(SCRIPT), "_eval2", str(tmp_path / "R"), "/kb"], env=env, check=True, timeout=60,
+                   capture_output=True)
+    lines = calls.read_text().splitlines()
+    stages = [ln.split("--only ")[1].split()[0] for ln in lines if "--only " in ln]
+    assert sorted(stages[1:3]) == ["best_of_n", "grpo"] and stages[0] == "sft" and stages[3] == "eval", lines
+    assert not any("baselines" in ln or "--with-base" in ln for ln in lines)
+    assert not (logs / "base.done").exists() and not (logs / "baselines.done").exists()
