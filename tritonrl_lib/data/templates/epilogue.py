@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 
 from .base import (Example, RefSpec, SolSpec, Style, TemplateInfo, avoid_clashes, comment, grid_1d, randn,
                    render_reference, render_solution, widen)
+from .ctor_defaults import trailing_defaults
+from .helper_args import wrap_launch
 
 GEMM_SIZES = [("batch_size", "in_features", "out_features"), ("batch", "input_size", "hidden_size"),
               ("N", "in_dim", "out_dim")]
@@ -459,10 +461,11 @@ def reference_spec(heavy: Heavy, b: Build, doc: str, tail: list[str], forward_do
     imports = ["import torch.nn.functional as F"] if any(re.search(r"\bF\.", ln) for ln in fwd + init_lines) else []
     if any("math." in ln for ln in fwd):
         imports.insert(0, "import math")
-    return RefSpec(doc=doc, init_params=heavy.init_params + b.init_params, init_lines=init_lines,
-                   forward_args=[b.v], forward_lines=fwd, constants=heavy.constants + b.constants,
-                   inputs=[(b.v, randn(heavy.input_shape, "float32"))], init_inputs=heavy.init_inputs + b.init_inputs,
-                   forward_doc=forward_doc, imports=imports)
+    params, consts = heavy.init_params + b.init_params, heavy.constants + b.constants
+    return RefSpec(doc=doc, init_params=params, init_lines=init_lines, forward_args=[b.v], forward_lines=fwd,
+                   constants=consts, inputs=[(b.v, randn(heavy.input_shape, "float32"))],
+                   init_inputs=heavy.init_inputs + b.init_inputs, forward_doc=forward_doc, imports=imports,
+                   init_defaults=trailing_defaults(b.rng, params, b.init_params, dict(consts)))
 
 
 def kernel_inputs(heavy: Heavy, b: Build, style: Style) -> tuple[list[str], list[str], list[str]]:
@@ -489,23 +492,6 @@ def load_lines(heavy: Heavy, b: Build, style: Style, index: str, mask: str | Non
     if b.residual:
         out.append("res = y")
     return out
-
-
-def wrap_launch(style: Style, family: str, kname: str, sol_line: str, launch: list[str], params: list[str],
-                exprs: list[str], note: str) -> tuple[list[str], list[str]]:
-    """(helpers, forward lines): the launch inline in forward, or in a helper function forward calls."""
-    head = ([f"# {note}"] if style.comments else []) + [sol_line]
-    if style.launcher != "function":
-        subs = dict(zip(params, exprs))
-        body = [re.sub(r"\b(\w+)\b", lambda m: subs.get(m.group(1), m.group(1)), ln) if "[grid]" in ln else ln
-                for ln in launch]
-        return [], head + body
-    fn = style.pick_name(("fused_{}", "launch_{}", "{}_forward", "triton_{}"), salt=3).format(family)
-    if fn == kname:
-        fn = f"launch_{family}"
-    doc = ['    """Runs the fused epilogue over the output of the heavy op."""'] if style.sol_docstrings else []
-    helper = f"def {fn}({', '.join(['y', *params])}):\n" + "\n".join(doc + [f"    {ln}" for ln in launch]) + "\n"
-    return [helper], head + [f"return {fn}({', '.join(['y', *exprs])})"]
 
 
 def store_value(style: Style, value: str, out_p: str) -> str:

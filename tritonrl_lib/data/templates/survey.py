@@ -3,7 +3,7 @@
 `survey(n, seed)` renders `n` examples (families in turn, each example's index drawn from the first
 `per_family`, as in a corpus of that many examples per family) and classifies the reference each
 prompt shows by reading its text, not the style that made it. `python -m
-tritonrl_lib.data.templates.survey [n] [seed]` prints the table docs/DATA.md quotes.
+tritonrl_lib.data.templates.survey [n] [seed] [family,...]` prints the table docs/DATA.md quotes.
 """
 
 from __future__ import annotations
@@ -78,8 +78,12 @@ def classify(reference: str) -> dict[str, str]:
         op_style = "tensor method (x.relu())"
     else:
         op_style = "torch.* call or operator"
+    init = next((f for f in model.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    defaults = init.args.defaults if init else []
     return {
         "docstring": _docstring_kind(tree),
+        "constructor defaults": "a tuple among them" if any(isinstance(d, ast.Tuple) for d in defaults)
+        else "numbers" if defaults else "none",
         "module docstring": "yes" if ast.get_docstring(tree) else "no",
         "comments": "yes" if "#" in reference else "no",
         "constants": "before the class" if consts_before else ("after the class" if consts_after else "none"),
@@ -94,6 +98,22 @@ def classify(reference: str) -> dict[str, str]:
         "op written as": op_style,
         "forward args": ", ".join(args),
     }
+
+
+def helper_params(solution: str) -> str:
+    """How the launch helpers forward calls name the module attributes passed to them: as the call's chain
+    (`self.conv.bias` -> `conv_bias`), otherwise, or "no helper"."""
+    tree = ast.parse(solution)
+    helpers = {f.name: [a.arg for a in f.args.args] for f in tree.body if isinstance(f, ast.FunctionDef)}
+    pairs = [(p, ast.unparse(e)) for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Name) and node.func.id in helpers
+             for p, e in zip(helpers[node.func.id], node.args)]
+    chains = [(p, e) for p, e in pairs if re.fullmatch(r"self(\.\w+){2,}", e)]
+    if not pairs:
+        return "no helper"
+    if not chains:
+        return "no attribute chain passed"
+    return "chains named by the call" if all(p == e[5:].replace(".", "_") for p, e in chains) else "chains named otherwise"
 
 
 def input_numel(reference: str) -> int:
@@ -124,6 +144,7 @@ def survey(n: int = 300, seed: int = 0, families: Sequence[str] | None = None,
             "largest input, elements": magnitude(numel),
             "over 2**31 elements": "yes" if numel >= INT32_SAFE else "no",
             "1D offsets in int64": "yes" if "tl.int64" in ex.solution else "no",
+            "launch helper's parameters": helper_params(ex.solution),
         }
         for key, value in feats.items():
             out.setdefault(key, Counter())[value] += 1
@@ -145,8 +166,9 @@ def format_survey(counts: dict[str, Counter], n: int, top: int = 8) -> str:
 def main(argv: Sequence[str]) -> None:
     n = int(argv[0]) if argv else 300
     seed = int(argv[1]) if len(argv) > 1 else 0
-    print(f"{n} examples, seed {seed}, {len(TEMPLATES)} families")
-    print(format_survey(survey(n, seed), n))
+    families = argv[2].split(",") if len(argv) > 2 else None  # e.g. gemm_chain,conv_group_norm
+    print(f"{n} examples, seed {seed}, {len(families or TEMPLATES)} families")
+    print(format_survey(survey(n, seed, families), n))
 
 
 if __name__ == "__main__":
