@@ -15,7 +15,8 @@ Stages, in order (`--only a,b` runs some of them, and `select` only when named; 
 written):
 
     data      01_data: tasks, the split (held-out set (a): one variant task of every train family;
-              (b): held-out families), the verified SFT corpus            -> RESULTS/runs/base
+              (b): held-out families), the verified SFT corpus; with rl.train_task_max_mb set,
+              RL's training sizes (measured once, on the cores, for both methods)  -> RESULTS/runs/base
     select    SFT variants (`--variants`) trained side by side, each evaluated on the development set
               (tasks/devset/, k=2); the best by correct rate (then valid rate) becomes the run's
               SFT settings                                                -> RESULTS/runs/sft_v<i>
@@ -114,7 +115,16 @@ class Session:
         res = build_data(self.base_cfg, self.base.ensure(), progress=False)
         for m in res.messages:
             self.say(m)
-        return {"examples": len(res.examples), "skipped": res.skipped_generation}
+        out = {"examples": len(res.examples), "skipped": res.skipped_generation}
+        if self.base_cfg.rl.train_task_max_mb:  # RL's training sizes measured here, on the cores, once for both methods
+            from tritonrl_lib.train.rl.reward_tasks import training_sizes_note
+            from tritonrl_lib.train.rl.start import measure_training_sizes
+
+            tasks = measure_training_sizes(self.base_cfg, self.base)
+            self.say(f"data: {training_sizes_note(tasks, self.base_cfg.rl.train_task_max_mb)} "
+                     f"({self.base.rl_train_sizes})")
+            out["rl_tasks"] = len(tasks)
+        return out
 
     def variants(self) -> list[dict]:
         from tritonrl_lib.core.config import parse_cli_overrides

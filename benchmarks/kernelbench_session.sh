@@ -45,9 +45,10 @@
 #                                                        # R's kept completions (benchmarks/verify_kept.py); FIRST
 #                                                        # (e.g. kernelbench/L2/): those tasks queued first
 #
-# R is a gpu_rl_session.py folder whose data stage ran ahead (here on the CPU: its 4,000-example corpus
-# takes 20 minutes on 2 cores, RL's training sizes 6 more, python -c "...tasks_for_training(...)"; see
-# docs/RESULTS.md, ninth session); KB a KernelBench checkout. Logs: $LOGS (default /tmp/logs)/NAME.log,
+# R is a gpu_rl_session.py folder whose data stage ran ahead: here, on the CPU (`gpu_rl_session.py R --only data`,
+# the corpus and RL's training sizes: 65 minutes on 2 cores from a cold cache), or with DATA=1 (every plan) on the
+# GPU host's cores as the plan's first step (a new checkout's data folder, or one after a corpus change). KB a
+# KernelBench checkout. Logs: $LOGS (default /tmp/logs)/NAME.log,
 # NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the evaluation's records and
 # kept folders; no weights). Measured on one H200 (2026-11-28): SFT 289 s; side by side, a best-of-N round
 # 165 s and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
@@ -82,6 +83,7 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   local R=$1 KB=$2 xp=()
   session_settings
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
+  data_first || return
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   ship_sft "$R"
   case "${METHODS:-best_of_n,grpo}" in  # METHODS (checked before the plan starts): one method alone has the host
@@ -94,6 +96,13 @@ plan() {  # the stages, one after another (RL's two methods side by side); a fai
   esac
   step eval "$PY" benchmarks/gpu_rl_session.py "$R" --only eval --eval-stages "$(finished_stages)" -p kernelbench="$KB" \
       -p "$KB_ONLY" "${xp[@]}"
+}
+
+data_first() {  # DATA=1: the data stage on this host's cores before anything else (the corpus, the split and RL's
+  # training sizes into R/runs/base/data; about 3.5 minutes on 16 cores against an hour on a 2-core machine),
+  # with the caller's R, KB and session settings (xp); a data folder already built is found done at once
+  [ -n "${DATA:-}" ] || return 0
+  step data "$PY" benchmarks/gpu_rl_session.py "$R" --only data -p kernelbench="$KB" "${xp[@]}"
 }
 
 rl_stage() {  # POOLS METHOD: one RL method's stage (logged as bon or grpo) with the caller's R, KB, session settings
@@ -136,6 +145,7 @@ metadata={'format': 'pt'})" "$t/sft/adapter_model.safetensors" || { rm -rf "$t";
 plan_sft() {  # one GPU: SFT, then its evaluation alone (a corpus change measured before RL is spent on it)
   local R=$1 KB=$2 xp=()
   session_settings
+  data_first || return
   step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   ship_sft "$R"  # the adapter comes back with the next pack: a later session starts RL from it
   dev_eval "$R" "$R/runs/base/checkpoints/sft" sft
@@ -187,6 +197,7 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated (cut at BASE_
   if [ -z "$G1" ]; then echo "start2 needs two GPUs (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; return 1; fi
   session_settings
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
+  data_first || return
   (
     sleep "$STAGGER_S"  # SFT's process opens the session first (each call numbers itself from the session's log)
     # while SFT trains: the base model's evaluation, or with BASELINES (eval records, e.g. slim ones listing the
@@ -228,6 +239,7 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
   IFS=, read -r G0 G1 G2 G3 _ <<< "${CUDA_VISIBLE_DEVICES:-0,1,2,3}"
   if [ -z "$G3" ]; then echo "start4 needs four GPUs (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; return 1; fi
   session_settings
+  data_first || return
   CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
   # three pools on the host throughout (RL's two and an evaluation's): every evaluation's pool describes its
   # budget the same way, and a kept verdict is found only under the description it was stored with

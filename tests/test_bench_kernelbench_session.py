@@ -234,3 +234,32 @@ def test_the_two_gpu_plan_with_base_s_zero_starts_grpo_beside_best_of_n_without_
     assert sorted(stages[1:3]) == ["best_of_n", "grpo"] and stages[0] == "sft" and stages[3] == "eval", lines
     assert not any("baselines" in ln or "--with-base" in ln for ln in lines)
     assert not (logs / "base.done").exists() and not (logs / "baselines.done").exists()
+
+
+def test_data_one_builds_the_data_folder_first_in_every_plan_and_a_failure_stops_the_rest(tmp_path):
+    """DATA=1: the data stage (on the host's cores, with the session's settings) before SFT in each plan; when
+    it fails nothing after it starts. Without DATA the plans start at SFT, as before."""
+    fake, calls = _fake_python(tmp_path)
+    base = {**_env_without_host_pools(), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
+            "P": "rounds=12", "BASE_S": "0"}
+    for plan, gpus in (("_eval", "0"), ("_eval2", "0,1"), ("_eval4", "0,1,2,3"), ("_evalsft", "0")):
+        for data in ("1", ""):
+            logs = tmp_path / f"logs{plan}{data}"
+            logs.mkdir()
+            calls.write_text("")
+            env = {**base, "LOGS": str(logs), "CUDA_VISIBLE_DEVICES": gpus, "DATA": data}
+            subprocess.run(["bash", str(SCRIPT), plan, str(tmp_path / "R"), "/kb"], env=env, timeout=60,
+                           capture_output=True)
+            stages = [ln.split("--only ")[1].split()[0] for ln in calls.read_text().splitlines() if "--only " in ln]
+            if data:
+                assert stages[:2] == ["data", "sft"], (plan, stages)
+                line = next(ln for ln in calls.read_text().splitlines() if "--only data" in ln)
+                assert "-p kernelbench=/kb" in line and "-p rounds=12" in line
+            else:
+                assert stages[0] == "sft" and "data" not in stages, (plan, stages)
+    logs = tmp_path / "logs_failed"
+    logs.mkdir()
+    calls.write_text("")
+    subprocess.run(["bash", str(SCRIPT), "_eval2", str(tmp_path / "R"), "/kb"], timeout=60, capture_output=True,
+                   env={**base, "LOGS": str(logs), "CUDA_VISIBLE_DEVICES": "0,1", "DATA": "1", "FAIL": "data"})
+    assert [ln.split("--only ")[1].split()[0] for ln in calls.read_text().splitlines() if "--only " in ln] == ["data"]

@@ -285,3 +285,22 @@ def test_fast1_vs_compile_counts_only_problems_with_a_stored_baseline(checkout):
     # correct on a CPU (no timing): n/a, not 0
     cpu = [{**r, "speedup": None} for r in rows]
     assert KB.headline_table({"rl": {"detailed_results": cpu}}, resamples=50)[0]["fast_1 vs eager % [95% CI]"] == "n/a"
+
+
+def test_training_sizes_are_measured_once_ahead_of_rl_and_read_back(tmp_path, checkout, monkeypatch):
+    """The data stage's cores measure RL's training sizes (gpu_rl_session's data stage): every train problem,
+    kept in the data folder; a later call reads them back instead of probing again; no cap, nothing measured."""
+    import tritonrl_lib.train.rl.reward_tasks as rt
+    from tritonrl_lib.train.rl.start import measure_training_sizes
+
+    cfg = cfg_for(tmp_path, checkout, rl_tasks="kernelbench", train_task_max_mb=1)
+    paths = cfg.paths.ensure()
+    split = write_kernelbench_split(cfg, paths)
+    tasks = measure_training_sizes(cfg, paths)
+    assert sorted(t.id for t in tasks) == sorted(split.train_ids)
+    assert len(json.loads(paths.rl_train_sizes.read_text())) == len(split.train_ids)
+    assert all(t.meta.get("train_task_set_mb") is not None for t in tasks)
+    monkeypatch.setattr(rt, "probe_sources", None)  # a probe now would fail loudly: only the kept sizes are read
+    again = measure_training_sizes(cfg, paths)
+    assert [(t.id, t.source) for t in again] == [(t.id, t.source) for t in tasks]
+    assert measure_training_sizes(cfg_for(tmp_path, checkout, rl_tasks="kernelbench"), paths) == []

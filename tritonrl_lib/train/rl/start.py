@@ -125,3 +125,15 @@ def pool_by_level(tasks: Iterable[Task]) -> dict[int, list[Task]]:
     for t in tasks:
         out.setdefault(int(t.level), []).append(t)
     return out
+
+
+def measure_training_sizes(cfg: RunConfig, paths: RunPaths) -> list[Task]:
+    """RL's training tasks at their training sizes, measured into `paths.rl_train_sizes` (read back, not measured
+    again, by every later call and by both RL methods): run ahead, on the data stage's cores, so two methods
+    started side by side do not each measure the same tasks. [] when rl.train_task_max_mb is 0 (no cap)."""
+    if not cfg.rl.train_task_max_mb:
+        return []
+    from .reward_tasks import tasks_for_training
+
+    return tasks_for_training(select_rl_tasks(cfg, paths), cfg.rl.train_task_scale, cfg.rl.train_task_max_mb,
+                              cache=paths.rl_train_sizes)
