@@ -15,6 +15,7 @@ from ...model import load as models
 from ...tasks import load_tasks
 from ...tasks.kernelbench import KernelBenchSplit, SplitOutOfDate, split_side_tasks
 from ...tasks.task import Task
+from .reward_tasks import tasks_for_training
 
 
 class RLStartError(FileNotFoundError):
@@ -133,7 +134,5 @@ def measure_training_sizes(cfg: RunConfig, paths: RunPaths) -> list[Task]:
     started side by side do not each measure the same tasks. [] when rl.train_task_max_mb is 0 (no cap)."""
     if not cfg.rl.train_task_max_mb:
         return []
-    from .reward_tasks import tasks_for_training
-
     return tasks_for_training(select_rl_tasks(cfg, paths), cfg.rl.train_task_scale, cfg.rl.train_task_max_mb,
                               cache=paths.rl_train_sizes)
