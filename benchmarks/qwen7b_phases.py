@@ -4,6 +4,7 @@ stand-in, through the project's own code, and returns its figures as a dict (see
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import json
@@ -114,6 +115,22 @@ def ensure_sft_checkpoint(ctx: Ctx, cfg) -> str:
         models.save_checkpoint(model, tok, dest, base_model=cfg.model.model, extra={"stage": "sft", "untrained": True})
         del model
     return "an untrained LoRA (no sft_bf16 adapter on this machine: that phase ran in an earlier call or failed)"
+
+
+@contextlib.contextmanager
+def shared_training_sizes(ctx: Ctx, cfg):
+    """RL's training sizes (rl.train_task_max_mb's measurements of every task the profile's rl_tasks selects)
+    measured by the first RL phase and read back by the others: each phase has a run folder of its own, and
+    measuring the same tasks again cost each one minutes (two of the three RL phases' walls, 450 s of 480 s
+    each, on a loaded 2-core machine)."""
+    shared, mine = ctx.work / "rl_train_sizes.json", cfg.paths.ensure().rl_train_sizes
+    if shared.is_file() and not mine.is_file():
+        shutil.copy2(shared, mine)
+    try:
+        yield
+    finally:
+        if mine.is_file():
+            shutil.copy2(mine, shared)
 
 
 def rl_tasks(cfg, n: int):
@@ -345,7 +362,7 @@ def _grpo(ctx: Ctx, run: str, **overrides) -> dict:
     start = ensure_sft_checkpoint(ctx, cfg)
     marks, info = _timed_grpo()
     gpu_reset()
-    with models.explain_oom("grpo", cfg):
+    with models.explain_oom("grpo", cfg), shared_training_sizes(ctx, cfg):
         res = train_grpo(cfg, force=True, extra_candidates=reference_candidates)
     rec = read_rl_log(cfg.paths)[-1]
     end = marks.get("step_end", marks.get("train_end"))
@@ -402,7 +419,7 @@ def phase_best_of_n(ctx: Ctx) -> dict:
                      load_in_8bit=False)
     start = ensure_sft_checkpoint(ctx, cfg)
     gpu_reset()
-    with models.explain_oom("best_of_n", cfg):
+    with models.explain_oom("best_of_n", cfg), shared_training_sizes(ctx, cfg):
         res = train_best_of_n(cfg, force=True, extra_candidates=reference_candidates)
     rec = read_rl_log(cfg.paths)[-1]
     return {"start": start, "tasks": cfg.rl.tasks_per_round, "n_samples": cfg.rl.n_samples,

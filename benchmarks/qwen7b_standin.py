@@ -66,7 +66,10 @@ OOM_STAGE = {"sft_bf16": "sft", "sft_8bit": "sft", "rollout": "rollout", "genera
 QUICK = {"rl_tasks": 2, "rl_samples": 2, "rl_new_tokens": 12, "sft_steps": 3, "bon_tasks": 1, "profile_tasks": 1,
          "eval_tasks": 2, "gen8_new_tokens": 8,
          "params": ["max_new_tokens=16", "rollout_batch_size=4", "max_seq_len=512", "grad_accum_steps=1",
-                    "dtype=float32", "task_size=small", "workers=2", "n_samples=2", "top_k=1"]}
+                    "dtype=float32", "task_size=small", "workers=2", "n_samples=2", "top_k=1",
+                    # two Level-2 tasks, not all 123: the profile's training-size cap measures every task RL may
+                    # draw, 270 s of the quick run's 400 on a 2-core machine
+                    "rl_tasks=builtin/L2/gemm_bias_relu,builtin/L2/conv1d_gelu"]}
 
 # --------------------------------------------------------------------------- settings
 
