@@ -29,12 +29,13 @@ def run_dir(tmp_path: Path) -> Path:
     return out
 
 
-# The slowest modules, slowest first (`pytest --durations`: 150, 140, 100, 60, 50 and 50 s on a
-# 2-core machine), run before the rest: under `make test`'s two xdist workers, which take whole
-# files (--dist loadfile --no-loadscope-reorder), they then start at once instead of being left for
-# last, where one worker would run them alone while the other waits.
-SLOW_FIRST = ("test_tasks_verified.py", "test_qwen7b_benchmark.py", "test_e2e_pipeline.py",
-              "test_verify_neighbours.py", "test_sft_resume.py", "test_gpu_rl_session.py", "test_rl_multi_process.py")
+# The slowest modules, slowest first (`pytest --durations`, 2026-11-29 on a 2-core machine under load: 400,
+# 390, 370, 330, 190, 175, 150, 125 and 80 s), run before the rest: under `make test`'s two xdist workers,
+# which take whole files (--dist loadfile --no-loadscope-reorder), they then start at once instead of being
+# left for last, where one worker would run them alone while the other waits.
+SLOW_FIRST = ("test_data_conv.py", "test_tasks_verified.py", "test_rl_multi_process.py", "test_data_reduce_epilogue.py",
+              "test_e2e_pipeline.py", "test_gpu_rl_session.py", "test_qwen7b_benchmark.py", "test_sft_resume.py",
+              "test_verify_neighbours.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
