@@ -1,5 +1,5 @@
 """A Level-2 epilogue's launch: inline in forward, or in a helper whose parameters are named after what
-forward passes them (`wrap_launch`; reduce_common.finish names its helpers' parameters the same way).
+forward passes them (`helper_launch`, for wrap_launch here and reduce_common.finish).
 
 forward calls `fused_chain(y, self.conv.bias, self.group_norm.weight, self.group_norm.eps)`; the helper's
 signature then reads `def fused_chain(y, conv_bias, group_norm_weight, group_norm_eps)`: `self.` dropped,
@@ -51,6 +51,20 @@ def named_by_call(params: list[str], exprs: list[str], launch: list[str]) -> tup
     return out, launch
 
 
+def helper_launch(style: Style, family: str, kname: str, head: list[str], launch: list[str], params: list[str],
+                  exprs: list[str]) -> tuple[list[str], list[str]]:
+    """(helpers, forward lines) of a launch in a helper function forward calls after `head`, its parameters
+    named by the call (`named_by_call`): what both Level-2 helper builders write (wrap_launch here,
+    reduce_common.finish)."""
+    fn = style.pick_name(("fused_{}", "launch_{}", "{}_forward", "triton_{}"), salt=3).format(family)
+    if fn == kname:
+        fn = f"launch_{family}"
+    params, launch = named_by_call(params, exprs, launch)  # `self.conv.bias` -> `conv_bias`
+    doc = ['    """Runs the fused epilogue over the output of the heavy op."""'] if style.sol_docstrings else []
+    helper = f"def {fn}({', '.join(['y', *params])}):\n" + "\n".join(doc + [f"    {ln}" for ln in launch]) + "\n"
+    return [helper], head + [f"return {fn}({', '.join(['y', *exprs])})"]
+
+
 def wrap_launch(style: Style, family: str, kname: str, sol_line: str, launch: list[str], params: list[str],
                 exprs: list[str], note: str) -> tuple[list[str], list[str]]:
     """(helpers, forward lines): the launch inline in forward, or in a helper function forward calls."""
@@ -60,10 +74,4 @@ def wrap_launch(style: Style, family: str, kname: str, sol_line: str, launch: li
         body = [re.sub(r"\b(\w+)\b", lambda m: subs.get(m.group(1), m.group(1)), ln) if "[grid]" in ln else ln
                 for ln in launch]
         return [], head + body
-    fn = style.pick_name(("fused_{}", "launch_{}", "{}_forward", "triton_{}"), salt=3).format(family)
-    if fn == kname:
-        fn = f"launch_{family}"
-    params, launch = named_by_call(params, exprs, launch)  # `self.conv.bias` -> `conv_bias`
-    doc = ['    """Runs the fused epilogue over the output of the heavy op."""'] if style.sol_docstrings else []
-    helper = f"def {fn}({', '.join(['y', *params])}):\n" + "\n".join(doc + [f"    {ln}" for ln in launch]) + "\n"
-    return [helper], head + [f"return {fn}({', '.join(['y', *exprs])})"]
+    return helper_launch(style, family, kname, head, launch, params, exprs)

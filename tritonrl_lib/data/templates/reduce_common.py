@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from .base import Example, RefSpec, SolSpec, Style, comment, make_example
 from .epilogue import (CONV_KINDS, OP_WORDS, OPS, WEIGHTS, X_NAMES, Build, Heavy, draw_chain, draw_heavy,
                        start_build, untraced)
-from .helper_args import named_by_call
+from .helper_args import helper_launch
 
 PARAM_OPS = ("bias", "mul_param", "sub_param")
 # kernel and launcher locals: no chain constant or parameter may take these names
@@ -336,13 +336,7 @@ def finish(family: str, heavy: Heavy, b: Build, style: Style, ref: RefSpec, knam
                 for ln in launch]
         helpers, forward = [], head + body
     else:
-        fn = style.pick_name(("fused_{}", "launch_{}", "{}_forward", "triton_{}"), salt=3).format(family)
-        if fn == kname:
-            fn = f"launch_{family}"
-        params, launch = named_by_call(params, exprs, launch)  # `self.group_norm.eps` -> `group_norm_eps`
-        doc = ['    """Runs the fused epilogue over the output of the heavy op."""'] if style.sol_docstrings else []
-        helpers = [f"def {fn}({', '.join(['y', *params])}):\n" + "\n".join(doc + [f"    {ln}" for ln in launch]) + "\n"]
-        forward = head + [f"return {fn}({', '.join(['y', *exprs])})"]
+        helpers, forward = helper_launch(style, family, kname, head, launch, params, exprs)
     # __init__ is the reference's, activation modules included (as epilogue.finish_epilogue)
     sol = SolSpec(kernels=[kernel], helpers=helpers, forward_lines=forward, init_lines=None,
                   imports=["import torch.nn.functional as F"] if "F." in heavy.sol_line else [])

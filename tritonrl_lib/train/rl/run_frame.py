@@ -38,8 +38,8 @@ from ...verify.batch import training_verify_config
 from .best import read_best
 from .distributed import SINGLE, Ranks
 from .log import read_rl_log
-from .reward_tasks import tasks_for_training, training_sizes_note
-from .start import pool_by_level, select_rl_tasks, start_adapter
+from .reward_tasks import training_sizes_note
+from .start import pool_by_level, start_adapter, training_tasks
 
 
 @dataclass
@@ -108,9 +108,7 @@ def open_run(cfg: RunConfig, paths: RunPaths | None, method: str, *, tasks: Sequ
     paths = (paths or cfg.paths).ensure()
     start = start_adapter(paths)
     # rank 0 alone measures the tasks against the cap (every rank probing at once would share the cores N ways)
-    train_tasks = ranks.from_main(lambda: tasks_for_training(
-        select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale, cfg.rl.train_task_max_mb,
-        cache=paths.rl_train_sizes))
+    train_tasks = ranks.from_main(lambda: training_tasks(cfg, paths, tasks))
     if cfg.rl.train_task_max_mb:
         say(training_sizes_note(train_tasks, cfg.rl.train_task_max_mb))
     fp = fingerprint(cfg, method, start, [t.id for t in train_tasks], world=ranks.world)

@@ -128,11 +128,14 @@ def pool_by_level(tasks: Iterable[Task]) -> dict[int, list[Task]]:
     return out
 
 
-def measure_training_sizes(cfg: RunConfig, paths: RunPaths) -> list[Task]:
-    """RL's training tasks at their training sizes, measured into `paths.rl_train_sizes` (read back, not measured
-    again, by every later call and by both RL methods): run ahead, on the data stage's cores, so two methods
-    started side by side do not each measure the same tasks. [] when rl.train_task_max_mb is 0 (no cap)."""
-    if not cfg.rl.train_task_max_mb:
-        return []
-    return tasks_for_training(select_rl_tasks(cfg, paths), cfg.rl.train_task_scale, cfg.rl.train_task_max_mb,
+def training_tasks(cfg: RunConfig, paths: RunPaths, tasks: Sequence[Task] | None = None) -> list[Task]:
+    """RL's training tasks (`select_rl_tasks`) at their training sizes (rl.train_task_scale, and the
+    rl.train_task_max_mb cap measured into `paths.rl_train_sizes`, read back on every later call)."""
+    return tasks_for_training(select_rl_tasks(cfg, paths, tasks), cfg.rl.train_task_scale, cfg.rl.train_task_max_mb,
                               cache=paths.rl_train_sizes)
+
+
+def measure_training_sizes(cfg: RunConfig, paths: RunPaths) -> list[Task]:
+    """`training_tasks`, run ahead on the data stage's cores so two RL methods started side by side do not each
+    measure the same tasks. [] when rl.train_task_max_mb is 0 (no cap: nothing to measure)."""
+    return training_tasks(cfg, paths) if cfg.rl.train_task_max_mb else []
