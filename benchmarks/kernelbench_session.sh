@@ -20,7 +20,7 @@
 #                                                        # while SFT trains, instead of the base model's evaluation;
 #                                                        # BASE_S=0: neither, GRPO starts beside best-of-N (an earlier
 #                                                        # session's adapter in R: `cat sft.tar.part-* | tar x`)
-#   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0; then best-of-N on GPU 0, GRPO on
+#   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0 (its adapter shipped); then best-of-N on GPU 0, GRPO on
 #                                                        # GPU 1 and SFT's evaluation on GPUs 2-3, side by side; SFT's
 #                                                        # evaluation stopped when RL ends (its verdicts kept), then two
 #                                                        # evaluations of two GPUs each: SFT (resumed) with best-of-N on
@@ -241,6 +241,7 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
   session_settings
   data_first || return
   CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
+  ship_sft "$R"  # as in the other plans: a later session starts RL from this adapter
   # three pools on the host throughout (RL's two and an evaluation's): every evaluation's pool describes its
   # budget the same way, and a kept verdict is found only under the description it was stored with
   export TRITONRL_HOST_POOLS=3

@@ -238,7 +238,8 @@ def test_the_two_gpu_plan_with_base_s_zero_starts_grpo_beside_best_of_n_without_
 
 def test_data_one_builds_the_data_folder_first_in_every_plan_and_a_failure_stops_the_rest(tmp_path):
     """DATA=1: the data stage (on the host's cores, with the session's settings) before SFT in each plan; when
-    it fails nothing after it starts. Without DATA the plans start at SFT, as before."""
+    it fails nothing after it starts. Without DATA the plans start at SFT, as before. Every plan ships SFT's
+    adapter."""
     fake, calls = _fake_python(tmp_path)
     base = {**_env_without_host_pools(), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
             "P": "rounds=12", "BASE_S": "0"}
@@ -257,6 +258,8 @@ def test_data_one_builds_the_data_folder_first_in_every_plan_and_a_failure_stops
                 assert "-p kernelbench=/kb" in line and "-p rounds=12" in line
             else:
                 assert stages[0] == "sft" and "data" not in stages, (plan, stages)
+            # every plan ships SFT's adapter (bf16, through $PY -c) for a later session to start RL from
+            assert any(" -c " in ln and "bfloat16" in ln for ln in calls.read_text().splitlines()), plan
     logs = tmp_path / "logs_failed"
     logs.mkdir()
     calls.write_text("")
