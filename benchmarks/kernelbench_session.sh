@@ -49,7 +49,7 @@
 # the corpus and RL's training sizes: 65 minutes on 2 cores from a cold cache), or with DATA=1 (every plan) on the
 # GPU host's cores as the plan's first step (a new checkout's data folder, or one after a corpus change). KB a
 # KernelBench checkout. Logs: $LOGS (default /tmp/logs)/NAME.log,
-# NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the evaluation's records and
+# NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the data folder, the evaluation's records and
 # kept folders; no weights). Measured on one H200 (2026-11-28): SFT 289 s; side by side, a best-of-N round
 # 165 s and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
 set -u
@@ -301,8 +301,10 @@ pack() {  # logs always; the session folder's small files where it is
   mkdir -p "$OUT"
   local small=()
   if [ -n "$R" ] && [ -d "$R" ]; then
-    # best-of-N's rounds: each candidate's verdict and its phases (where a round's time went), no weights
-    small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs \
+    # best-of-N's rounds: each candidate's verdict and its phases (where a round's time went), no weights; the
+    # data folder (corpus, split, RL's training sizes: ~4 MB packed), without which a shipped SFT adapter's
+    # corpus fingerprint matches nothing in a later session and SFT would train again
+    small=(-C "$R" $(cd "$R" && ls -d summary.* session_log.jsonl eval runs/*/logs runs/base/data \
         runs/*/checkpoints/rl/rounds/*/samples.jsonl runs/*/checkpoints/rl/rounds/*/round.json runs/baselines 2>/dev/null))
   fi
   if [ -d "$SHIP" ] && [ ! -f "$SHIP/.taken" ]; then  # SFT's adapter, once (ship_sft)

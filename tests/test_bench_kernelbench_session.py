@@ -43,12 +43,15 @@ def test_watch_packs_a_finished_plan_at_once(tmp_path):
     run = _finished_plan(tmp_path)
     (run / "runs" / "baselines").mkdir(parents=True)  # torch.compile times measured there come back too
     (run / "runs" / "baselines" / "cuda_h200.json").write_text("{}")
+    (run / "runs" / "base" / "data").mkdir(parents=True)  # the corpus a shipped SFT adapter was trained on
+    (run / "runs" / "base" / "data" / "sft_train.jsonl").write_text("{}\n")
     done, took = _watch(tmp_path / "logs", tmp_path / "out")
     assert done.returncode == 0, done.stderr
     assert took < 20  # a plan already over is packed without waiting for a progress line
     listing = subprocess.run(["tar", "tzf", str(tmp_path / "out" / "res.tgz")], capture_output=True, text=True,
                              check=True).stdout.split()
     assert "summary.json" in listing and "logs/eval.done" in listing and "runs/baselines/cuda_h200.json" in listing
+    assert "runs/base/data/sft_train.jsonl" in listing
 
 
 def test_sfts_adapter_comes_back_once_in_bf16_parts(tmp_path):
