@@ -50,8 +50,9 @@
 # GPU host's cores as the plan's first step (a new checkout's data folder, or one after a corpus change). KB a
 # KernelBench checkout. Logs: $LOGS (default /tmp/logs)/NAME.log,
 # NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the data folder, the evaluation's records and
-# kept folders; no weights). Measured on one H200 (2026-11-28): SFT 289 s; side by side, a best-of-N round
-# 165 s and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
+# kept folders; no weights). Measured: the 6,000-example corpus's data stage 449 s on a 64-core host and its SFT
+# 559 s on one H200 (2026-11-29; 289 s for 4,000 examples the day before); side by side, a best-of-N round 165 s
+# and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
 set -u
 CALLER=$PWD   # R and KB are read relative to where the command was typed
 cd "$(dirname "$0")/.." || exit 1   # the repository root: the tree the plan runs from
