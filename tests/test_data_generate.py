@@ -193,3 +193,38 @@ def test_a_weighted_family_retired_in_the_middle_of_its_round_ends_there(monkeyp
     assert stats.exhausted_families == ["gemm_chain"] and stats.candidates == 200
     assert [c.task.op_family for c in cands].count("gemm_chain") == 1  # its first; the rest were duplicates
     assert len(cands) == 1 + 200 - 1 - gen.MAX_CONSECUTIVE_DUPLICATES  # every later one is relu's
+
+
+class FailSomePool:
+    """Fails a candidate by its own code (a quarter of them, the same ones whatever the order), and records the
+    size of every batch it is given."""
+
+    size = 4
+
+    def __init__(self):
+        self.batches = []
+
+    def map(self, tasks, completions, progress=False, desc="verify"):
+        import hashlib
+
+        from tritonrl_lib.verify.verdict import Verdict
+
+        self.batches.append(len(completions))
+        return [Verdict(correct=True, reason="ok") if hashlib.sha256(c.encode()).digest()[0] % 4
+                else Verdict(correct=False, reason="mismatch", error="values differ") for c in completions]
+
+
+def test_what_is_still_needed_is_verified_in_one_batch_and_keeps_the_same_examples():
+    """Every candidate still needed goes to the pool at once (a batch waits for its slowest candidate, so
+    each batch boundary idles the other workers); the examples kept are the first n the verifier passes in
+    stream order, the same as with small batches."""
+    fams = ["relu", "add", "softmax", "gemm_chain"]
+    whole = FailSomePool()
+    examples, stats = generate_sft_examples(fams, 100, seed=0, pool=whole, progress=False)
+    assert stats.n_failed > 0 and len(examples) == 100
+    assert whole.batches[0] == 100 + 100 // 8 + 2 * whole.size  # all of it, and an eighth more for the drops
+    assert len(whole.batches) <= 2  # a second batch only where the first's drops outnumbered its spare eighth
+    small = FailSomePool()
+    same, _ = generate_sft_examples(fams, 100, seed=0, pool=small, progress=False, batch_size=3)
+    assert len(small.batches) > 10
+    assert [e.to_dict() for e in same] == [e.to_dict() for e in examples]

@@ -24,7 +24,7 @@ class PassEverything:
 
     size = 2
 
-    def map(self, tasks, completions, progress=False):
+    def map(self, tasks, completions, progress=False, desc="verify"):
         from tritonrl_lib.verify.verdict import Verdict
 
         return [Verdict(correct=True, reason="ok") for _ in tasks]

@@ -241,13 +241,18 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
     try:
         while len(kept) < n:
             need = n - len(kept)
-            # batches of ~16 per worker: the bar moves often, and workers idle little at batch ends
+            # everything still needed (and an eighth more, for the candidates the verifier drops) in one
+            # batch: a batch ends when its slowest candidate does (a convolution under the interpreter,
+            # up to 70 s), with the other workers idle meanwhile, so every batch boundary costs a tail. Batches
+            # of 16 per worker spent 2/3 of a 62-worker host's 366 s that way (benchmarks/data_batching.py).
+            # The examples kept are the same either way: the first n the verifier passes, in stream order
             workers = getattr(pool, "size", 2)
-            size = batch_size or max(4, min(16 * workers, need + need // 8 + 2 * workers))
+            size = batch_size or max(4, need + need // 8 + 2 * workers)
             batch = [c for _, c in zip(range(size), stream)]
             if not batch:
                 break
-            verdicts = pool.map([c.task for c in batch], [c.completion for c in batch], progress=False)
+            verdicts = pool.map([c.task for c in batch], [c.completion for c in batch], progress=bar is not None,
+                                desc="verify candidates")
             stats.verified += len(batch)
             for cand, v in zip(batch, verdicts):
                 if "verdict from cache" in v.notes:
