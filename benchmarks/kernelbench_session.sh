@@ -20,8 +20,9 @@
 #                                                        # while SFT trains, instead of the base model's evaluation;
 #                                                        # BASE_S=0: neither, GRPO starts beside best-of-N (an earlier
 #                                                        # session's adapter in R: `cat sft.tar.part-* | tar x`)
-#   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0 (its adapter shipped); then best-of-N on GPU 0, GRPO on
-#                                                        # GPU 1 and SFT's evaluation on GPUs 2-3, side by side; SFT's
+#   bash benchmarks/kernelbench_session.sh start4 R KB   # four GPUs: SFT on GPU 0 (its adapter shipped as for start);
+#                                                        # then best-of-N on GPU 0, GRPO on GPU 1 and SFT's
+#                                                        # evaluation on GPUs 2-3, side by side; SFT's
 #                                                        # evaluation stopped when RL ends (its verdicts kept), then two
 #                                                        # evaluations of two GPUs each: SFT (resumed) with best-of-N on
 #                                                        # GPUs 2-3, GRPO on GPUs 0-1 (every record "2x" GPUs and every
@@ -49,8 +50,8 @@
 # the corpus and RL's training sizes: 65 minutes on 2 cores from a cold cache), or with DATA=1 (every plan) on the
 # GPU host's cores as the plan's first step (a new checkout's data folder, or one after a corpus change). KB a
 # KernelBench checkout. Logs: $LOGS (default /tmp/logs)/NAME.log,
-# NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the data folder, the evaluation's records and
-# kept folders; no weights). Measured: the 6,000-example corpus's data stage 449 s on a 64-core host and its SFT
+# NAME.done holding the exit status. Packed: $OUT/res.tgz (logs, summaries, the data folder, the evaluation's
+# records and kept folders; no weights). Measured: the 6,000-example corpus's data stage 449 s on a 64-core host and its SFT
 # 559 s on one H200 (2026-11-29; 289 s for 4,000 examples the day before); side by side, a best-of-N round 165 s
 # and a GRPO step 142 s (each alone on half a two-GPU host: 125 s and 95-127 s).
 set -u
