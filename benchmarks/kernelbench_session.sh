@@ -31,6 +31,9 @@
 #                                                        # P="rl_tasks=kernelbench rounds=20"); RL_S (default 600): each
 #                                                        # RL method's time budget, rl_time_budget_s (it stops between
 #                                                        # rounds or steps when the next would overrun, its adapter kept)
+#   (start, start2, start4 with SFT_KEPT=1: no SFT; the adapter already unpacked into R/runs/base/checkpoints/sft,
+#    e.g. an earlier session's shipped parts, is what RL starts from and what "sft" evaluates, even where R's data
+#    folder is another build of its corpus: sft.log names both corpus digests)
 #   bash benchmarks/kernelbench_session.sh startsft R KB # one GPU: SFT (its adapter shipped as for start), its
 #                                                        # development-set score (and DEV_ALSO's
 #                                                        # NAME=ADAPTER ones, e.g. an earlier session's, to compare),
@@ -81,13 +84,42 @@ step() {  # step NAME command...: run it (OUT unset: gpu_rl_session would export
   return $rc
 }
 
+sft_step() {  # R KB: SFT's stage with the caller's settings (xp), then its adapter shipped; SFT_KEPT=1: the
+  # adapter already in R used as it is (kept_sft)
+  if [ -n "${SFT_KEPT:-}" ]; then kept_sft "$1"; return; fi
+  step sft "$PY" benchmarks/gpu_rl_session.py "$1" --only sft -p kernelbench="$2" "${xp[@]}" || return
+  ship_sft "$1"  # the adapter comes back with the next pack: a later session starts RL from it
+}
+
+kept_sft() {  # R: SFT_KEPT's stand-in for the sft step (its log and status): an earlier session's adapter, unpacked
+  # into R/runs/base/checkpoints/sft, is what RL starts from and what "sft" evaluates. The SFT stage would train
+  # again wherever the data folder is another build of the corpus (another host's interpreter drops other
+  # candidates, so the digest differs by a few examples); the log names both digests
+  local a=$1/runs/base/checkpoints/sft rc=0
+  echo "$(date +%T) start sft (SFT_KEPT: the adapter in R)"
+  {
+    if [ -f "$a/tritonrl_model.json" ] && [ -f "$a/adapter_model.safetensors" ]; then
+      echo "SFT_KEPT: $a is used as it is, not trained here"
+      "$PY" -c "import hashlib, json, sys; fp = json.load(open(sys.argv[1])).get('fingerprint', {}); \
+h = hashlib.sha256(open(sys.argv[2], 'rb').read()).hexdigest(); print('adapter trained on data', \
+fp.get('data_sha256'), '; this data folder', h, '(the same)' if h == fp.get('data_sha256') else '(another build)')" \
+          "$a/sft_run.json" "$1/runs/base/data/sft_train.jsonl" || echo "SFT_KEPT: the data digests could not be read"
+    else
+      echo "SFT_KEPT: no finished adapter in $a; unpack one first: cat sft.tar.part-* | tar xf - -C $1/runs/base/checkpoints"
+      rc=1
+    fi
+  } > "$LOGS/sft.log" 2>&1
+  echo $rc > "$LOGS/sft.done"
+  echo "$(date +%T) end sft rc=$rc"
+  return $rc
+}
+
 plan() {  # the stages, one after another (RL's two methods side by side); a failed SFT stops the rest
   local R=$1 KB=$2 xp=()
   session_settings
   local rl_s=(-p "rl_time_budget_s=${RL_S:-600}")
   data_first || return
-  step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
-  ship_sft "$R"
+  sft_step "$R" "$KB" || return
   case "${METHODS:-best_of_n,grpo}" in  # METHODS (checked before the plan starts): one method alone has the host
     best_of_n|grpo) rl_stage "" "$METHODS" ;;
     *)
@@ -225,9 +257,7 @@ plan2() {  # two GPUs: SFT then best-of-N on GPU 0; base evaluated (cut at BASE_
     sleep "$STAGGER_S"  # best-of-N loads its model and starts its pool first
     CUDA_VISIBLE_DEVICES=$G1 rl_stage 2 grpo
   ) &
-  if CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" \
-      "${xp[@]}"; then
-    ship_sft "$R"  # the adapter comes back with the next pack: a later session starts RL from it
+  if CUDA_VISIBLE_DEVICES=$G0 sft_step "$R" "$KB"; then
     CUDA_VISIBLE_DEVICES=$G0 rl_stage 2 best_of_n
   fi
   wait
@@ -242,8 +272,7 @@ plan4() {  # four GPUs: SFT; RL's two methods beside SFT's evaluation; then ever
   if [ -z "$G3" ]; then echo "start4 needs four GPUs (CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset})"; return 1; fi
   session_settings
   data_first || return
-  CUDA_VISIBLE_DEVICES=$G0 step sft "$PY" benchmarks/gpu_rl_session.py "$R" --only sft -p kernelbench="$KB" "${xp[@]}" || return
-  ship_sft "$R"  # as in the other plans: a later session starts RL from this adapter
+  CUDA_VISIBLE_DEVICES=$G0 sft_step "$R" "$KB" || return
   # three pools on the host throughout (RL's two and an evaluation's): every evaluation's pool describes its
   # budget the same way, and a kept verdict is found only under the description it was stored with
   export TRITONRL_HOST_POOLS=3

@@ -269,3 +269,42 @@ def test_data_one_builds_the_data_folder_first_in_every_plan_and_a_failure_stops
     subprocess.run(["bash", str(SCRIPT), "_eval2", str(tmp_path / "R"), "/kb"], timeout=60, capture_output=True,
                    env={**base, "LOGS": str(logs), "CUDA_VISIBLE_DEVICES": "0,1", "DATA": "1", "FAIL": "data"})
     assert [ln.split("--only ")[1].split()[0] for ln in calls.read_text().splitlines() if "--only " in ln] == ["data"]
+
+
+def test_sft_kept_starts_rl_from_the_adapter_in_r_and_without_one_runs_nothing(tmp_path):
+    """SFT_KEPT=1 in the RL plans: no SFT stage; the adapter unpacked into R is what both RL methods and the
+    evaluation get, its corpus digest compared with the data folder's in sft.log; without a finished adapter in
+    R the plan stops before RL."""
+    fake, calls = _fake_python(tmp_path)
+    run = tmp_path / "R"
+    adapter = run / "runs" / "base" / "checkpoints" / "sft"
+    adapter.mkdir(parents=True)
+    for name in ("adapter_model.safetensors", "sft_run.json"):
+        (adapter / name).write_text("{}")
+    (run / "runs" / "base" / "data").mkdir(parents=True)
+    (run / "runs" / "base" / "data" / "sft_train.jsonl").write_text("{}\n")
+    base = {**_env_without_host_pools(), "PY": str(fake), "SHIP": str(tmp_path / "ship"), "STAGGER_S": "0",
+            "BASE_S": "0", "SFT_KEPT": "1"}
+    plans = (("_eval", "0"), ("_eval2", "0,1"), ("_eval4", "0,1,2,3"))
+    for marker in (False, True):
+        if marker:
+            (adapter / "tritonrl_model.json").write_text("{}")  # the marker a finished save writes last
+        for plan, gpus in plans:
+            logs = tmp_path / f"logs{plan}{marker}"
+            logs.mkdir()
+            calls.write_text("")
+            subprocess.run(["bash", str(SCRIPT), plan, str(run), "/kb"], timeout=60, capture_output=True,
+                           env={**base, "LOGS": str(logs), "CUDA_VISIBLE_DEVICES": gpus})
+            lines = calls.read_text().splitlines()
+            stages = [ln.split("--only ")[1].split()[0] for ln in lines if "--only " in ln]
+            log = (logs / "sft.log").read_text()
+            assert "sft" not in stages, (plan, stages)
+            if not marker:
+                assert (logs / "sft.done").read_text().strip() == "1" and "no finished adapter" in log
+                assert not {"best_of_n", "grpo", "eval"} & set(stages), (plan, stages)
+                continue
+            assert (logs / "sft.done").read_text().strip() == "0" and "used as it is" in log
+            assert {"best_of_n", "grpo", "eval"} <= set(stages), (plan, stages)
+            digest = next(ln for ln in lines if " -c " in ln and "sha256" in ln)  # the two corpus digests read
+            assert f"{adapter}/sft_run.json" in digest and "data/sft_train.jsonl" in digest
+            assert not any("bfloat16" in ln for ln in lines)  # nothing shipped: the adapter came from elsewhere
