@@ -89,6 +89,7 @@ sft_step() {  # R KB: SFT's stage with the caller's settings (xp), then its adap
   if [ -n "${SFT_KEPT:-}" ]; then kept_sft "$1"; return; fi
   step sft "$PY" benchmarks/gpu_rl_session.py "$1" --only sft -p kernelbench="$2" "${xp[@]}" || return
   ship_sft "$1"  # the adapter comes back with the next pack: a later session starts RL from it
+  return 0  # SFT finished: RL goes on whether or not the adapter could be shipped
 }
 
 kept_sft() {  # R: SFT_KEPT's stand-in for the sft step (its log and status): an earlier session's adapter, unpacked
