@@ -204,6 +204,16 @@ def _candidates(families: Sequence[str], seed: int, stats: GenerationStats, limi
             yield cand
 
 
+def verify_batch(need: int, workers: int) -> int:
+    """How many candidates go to the verifier at once when `need` examples are still missing: all of them, an
+    eighth more for the ones the verifier drops, and two per worker. A batch ends when its slowest candidate
+    does (a convolution under the interpreter, up to 72 s), with the other workers idle meanwhile, so every
+    batch boundary costs a tail; batches of 16 per worker spent 2/3 of a 62-worker host's 366 s that way
+    (benchmarks/data_batching.py). The examples kept are the same whatever the batch: the first n the
+    verifier passes, in stream order."""
+    return max(4, need + need // 8 + 2 * workers)
+
+
 def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, pool=None, verify_config=None,
                           cache: bool | str = True, max_candidates: int | None = None, batch_size: int = 0,
                           progress: bool = True,
@@ -240,14 +250,7 @@ def generate_sft_examples(families: Sequence[str], n: int, seed: int = 0, *, poo
     stream = iter(_candidates(families, seed, stats, limit, per_round))
     try:
         while len(kept) < n:
-            need = n - len(kept)
-            # everything still needed (and an eighth more, for the candidates the verifier drops) in one
-            # batch: a batch ends when its slowest candidate does (a convolution under the interpreter,
-            # up to 70 s), with the other workers idle meanwhile, so every batch boundary costs a tail. Batches
-            # of 16 per worker spent 2/3 of a 62-worker host's 366 s that way (benchmarks/data_batching.py).
-            # The examples kept are the same either way: the first n the verifier passes, in stream order
-            workers = getattr(pool, "size", 2)
-            size = batch_size or max(4, need + need // 8 + 2 * workers)
+            size = batch_size or verify_batch(n - len(kept), getattr(pool, "size", 2))
             batch = [c for _, c in zip(range(size), stream)]
             if not batch:
                 break
