@@ -99,11 +99,12 @@ kept_sft() {  # R: SFT_KEPT's stand-in for the sft step (its log and status): an
   local a=$1/runs/base/checkpoints/sft rc=0
   echo "$(date +%T) start sft (SFT_KEPT: the adapter in R)"
   {
-    if [ -f "$a/tritonrl_model.json" ] && [ -f "$a/adapter_model.safetensors" ]; then
+    # model/load.checkpoint_complete's rule for an adapter: its marker (written last) beside adapter_config.json
+    if [ -f "$a/tritonrl_model.json" ] && [ -f "$a/adapter_config.json" ]; then
       echo "SFT_KEPT: $a is used as it is, not trained here"
-      "$PY" -c "import hashlib, json, sys; fp = json.load(open(sys.argv[1])).get('fingerprint', {}); \
-h = hashlib.sha256(open(sys.argv[2], 'rb').read()).hexdigest(); print('adapter trained on data', \
-fp.get('data_sha256'), '; this data folder', h, '(the same)' if h == fp.get('data_sha256') else '(another build)')" \
+      "$PY" -c "import json, sys; from tritonrl_lib.core.digests import file_sha256; \
+want = json.load(open(sys.argv[1])).get('fingerprint', {}).get('data_sha256'); h = file_sha256(sys.argv[2]); \
+print('adapter trained on data', want, '; this data folder', h, '(the same)' if h == want else '(another build)')" \
           "$a/sft_run.json" "$1/runs/base/data/sft_train.jsonl" || echo "SFT_KEPT: the data digests could not be read"
     else
       echo "SFT_KEPT: no finished adapter in $a; unpack one first: cat sft.tar.part-* | tar xf - -C $1/runs/base/checkpoints"

@@ -279,7 +279,7 @@ def test_sft_kept_starts_rl_from_the_adapter_in_r_and_without_one_runs_nothing(t
     run = tmp_path / "R"
     adapter = run / "runs" / "base" / "checkpoints" / "sft"
     adapter.mkdir(parents=True)
-    for name in ("adapter_model.safetensors", "sft_run.json"):
+    for name in ("adapter_config.json", "adapter_model.safetensors", "sft_run.json"):  # a shipped adapter's files
         (adapter / name).write_text("{}")
     (run / "runs" / "base" / "data").mkdir(parents=True)
     (run / "runs" / "base" / "data" / "sft_train.jsonl").write_text("{}\n")
@@ -305,6 +305,6 @@ def test_sft_kept_starts_rl_from_the_adapter_in_r_and_without_one_runs_nothing(t
                 continue
             assert (logs / "sft.done").read_text().strip() == "0" and "used as it is" in log
             assert {"best_of_n", "grpo", "eval"} <= set(stages), (plan, stages)
-            digest = next(ln for ln in lines if " -c " in ln and "sha256" in ln)  # the two corpus digests read
+            digest = next(ln for ln in lines if " -c " in ln and "file_sha256" in ln)  # the two corpus digests read
             assert f"{adapter}/sft_run.json" in digest and "data/sft_train.jsonl" in digest
             assert not any("bfloat16" in ln for ln in lines)  # nothing shipped: the adapter came from elsewhere
